@@ -1,0 +1,121 @@
+"""The worker interface: one async call to an LLM (or a simulated one) and what it cost."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+Message = Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One worker response and its accounting.
+
+    Attributes:
+        text: The response text.
+        prompt_tokens: Input tokens billed.
+        completion_tokens: Output tokens billed.
+        cost_usd: Price of the call in US dollars (from the pool's per-million prices).
+        latency_s: Wall time of the call in seconds.
+    """
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+
+
+class WorkerError(Exception):
+    """A worker call failed.
+
+    Args:
+        message: What went wrong (never contains an API key).
+        retryable: True for transient failures (timeouts, 429, 5xx, connection errors) that the
+            executor retries with backoff; False for failures a retry cannot fix.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """One worker of a pool, as a pool TOML file declares it.
+
+    Attributes:
+        name: Unique name within the pool (never shown to the Conductor unless names are revealed).
+        backend: ``simulated``, ``openai``, ``anthropic``, ``local`` or ``replay``.
+        model: Model name sent to the backend.
+        base_url: Endpoint for HTTP backends (``None`` means the SDK default).
+        api_key_env: Name of the environment variable holding the API key.
+        price_in_per_m: USD per million input tokens.
+        price_out_per_m: USD per million output tokens.
+        max_tokens: Default output-token limit of a call.
+        temperature: Default sampling temperature.
+        max_concurrency: Calls in flight at once for this worker.
+        timeout_s: Per-call timeout.
+        description: Optional text shown to the Conductor when names are revealed.
+        options: Backend-specific settings (e.g. ``skill``/``latency_s`` for simulated workers,
+            ``reasoning_effort`` or ``thinking_budget`` for API models).
+    """
+
+    name: str
+    backend: str
+    model: str = ""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    price_in_per_m: float = 0.0
+    price_out_per_m: float = 0.0
+    max_tokens: int = 4096
+    temperature: float = 0.2
+    max_concurrency: int = 16
+    timeout_s: float = 600.0
+    description: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """Returns the USD price of a call with these token counts."""
+        return (prompt_tokens * self.price_in_per_m + completion_tokens * self.price_out_per_m) / 1e6
+
+
+class Worker(abc.ABC):
+    """A backend that answers chat messages.
+
+    Subclasses implement :meth:`complete`; they raise :class:`WorkerError` on failure and leave
+    retries to the caller (see :mod:`conductor_env.workers.retry`), so SDK-level retries are off.
+    """
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+
+    @abc.abstractmethod
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+        **options: Any,
+    ) -> Completion:
+        """Answers a chat conversation.
+
+        Args:
+            messages: OpenAI-style ``{"role", "content"}`` messages.
+            max_tokens: Output-token limit (``None``: the spec's default).
+            temperature: Sampling temperature (``None``: the spec's default).
+            seed: Sample index or seed; backends that can sample deterministically use it.
+            **options: Backend options; unknown ones are ignored. The executor passes
+                ``problem`` (the :class:`~conductor_env.tasks.base.Problem`) and ``oracle``
+                (a callable giving a reference response); only simulated workers read them.
+
+        Returns:
+            The completion with tokens, cost and latency.
+        """
+
+    async def aclose(self) -> None:
+        """Releases clients and connections (default: nothing to release)."""

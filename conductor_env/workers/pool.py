@@ -1,0 +1,214 @@
+"""Worker pools: loading TOML pool files, building backends, and random sub-pools."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import importlib
+import importlib.resources
+import os
+import random
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from conductor_env.workers.base import Worker, WorkerSpec
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+#: backend name -> "module:Class" of its :class:`Worker` implementation (imported lazily, so a
+#: pool of API models never imports torch).
+BACKENDS: dict[str, str] = {
+    "simulated": "conductor_env.workers.simulated:SimulatedWorker",
+    "openai": "conductor_env.workers.openai_backend:OpenAIWorker",
+    "anthropic": "conductor_env.workers.anthropic_backend:AnthropicWorker",
+    "local": "conductor_env.workers.local:LocalWorker",
+    "replay": "conductor_env.workers.replay:ReplayWorker",
+}
+
+_SPEC_FIELDS = {f.name for f in dataclasses.fields(WorkerSpec)}
+_FIELD_ALIASES = {"id": "name"}
+
+
+class PoolError(ValueError):
+    """A pool file or pool name is invalid; the message names the problem and the fix."""
+
+
+def register_backend(name: str, target: str) -> None:
+    """Makes ``backend = "<name>"`` usable in pool files.
+
+    Args:
+        name: Backend name.
+        target: ``"module:Class"`` of a :class:`Worker` subclass taking a :class:`WorkerSpec`.
+    """
+    BACKENDS[name] = target
+
+
+def _build_worker(spec: WorkerSpec) -> Worker:
+    target = BACKENDS.get(spec.backend)
+    if target is None:
+        raise PoolError(
+            f"worker {spec.name!r}: unknown backend {spec.backend!r}; use one of {sorted(BACKENDS)}"
+        )
+    module_name, _, class_name = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    return cls(spec)
+
+
+class WorkerPool:
+    """An ordered set of workers with per-worker concurrency limits.
+
+    Args:
+        specs: The workers, in the order of their canonical ids.
+        name: A label for results (the preset name or file stem).
+    """
+
+    def __init__(self, specs: Sequence[WorkerSpec], *, name: str = "custom") -> None:
+        if not specs:
+            raise PoolError("a pool needs at least one worker")
+        names = [s.name for s in specs]
+        if len(set(names)) != len(names):
+            raise PoolError(f"worker names must be unique, got {names}")
+        self.name = name
+        self.specs: tuple[WorkerSpec, ...] = tuple(specs)
+        self._workers: dict[str, Worker] = {}
+        self._semaphores: dict[tuple[int, str], asyncio.Semaphore] = {}
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    def worker(self, index: int) -> Worker:
+        """Returns the backend of worker ``index`` (built on first use)."""
+        spec = self.specs[index]
+        if spec.name not in self._workers:
+            self._workers[spec.name] = _build_worker(spec)
+        return self._workers[spec.name]
+
+    def semaphore(self, index: int) -> asyncio.Semaphore:
+        """Returns the concurrency limiter of worker ``index`` for the running event loop."""
+        spec = self.specs[index]
+        key = (id(asyncio.get_running_loop()), spec.name)
+        if key not in self._semaphores:
+            self._semaphores[key] = asyncio.Semaphore(spec.max_concurrency)
+        return self._semaphores[key]
+
+    def sample_subpool(self, rng: random.Random, size: int | tuple[int, int] | None) -> tuple[int, ...]:
+        """Draws the worker indices an episode may use, in the order their ids are shown.
+
+        Args:
+            rng: The episode's random generator.
+            size: ``None`` (the whole pool in canonical order), a fixed size, or a
+                ``(min, max)`` range; the subset is shuffled so shown ids carry no identity.
+
+        Returns:
+            Canonical worker indices; shown id ``i`` maps to the ``i``-th entry.
+        """
+        if size is None:
+            return tuple(range(len(self.specs)))
+        low, high = (size, size) if isinstance(size, int) else size
+        high = min(high, len(self.specs))
+        low = max(1, min(low, high))
+        k = rng.randint(low, high)
+        return tuple(rng.sample(range(len(self.specs)), k))
+
+    async def aclose(self) -> None:
+        """Closes every built backend."""
+        for worker in self._workers.values():
+            await worker.aclose()
+        self._workers.clear()
+
+
+def spec_from_mapping(entry: Mapping[str, Any], *, defaults: Mapping[str, Any] | None = None) -> WorkerSpec:
+    """Builds a :class:`WorkerSpec` from one ``[[workers]]`` table.
+
+    Known keys fill the spec; any other key goes into ``options`` (e.g. ``skill``).
+
+    Raises:
+        PoolError: When ``id``/``name`` or ``backend`` is missing or a value has the wrong type.
+    """
+    merged = {**(defaults or {}), **entry}
+    fields: dict[str, Any] = {}
+    options: dict[str, Any] = dict(merged.pop("options", {}) or {})
+    for key, value in merged.items():
+        key = _FIELD_ALIASES.get(key, key)
+        if key in _SPEC_FIELDS:
+            fields[key] = value
+        else:
+            options[key] = value
+    if "name" not in fields:
+        raise PoolError(f"a worker entry needs an 'id' (got keys {sorted(entry)})")
+    if "backend" not in fields:
+        raise PoolError(f"worker {fields['name']!r} needs a 'backend' ({', '.join(sorted(BACKENDS))})")
+    fields["name"] = str(fields["name"])
+    try:
+        spec = WorkerSpec(**fields, options=options)
+        for numeric in ("price_in_per_m", "price_out_per_m", "temperature", "timeout_s"):
+            float(getattr(spec, numeric))
+        int(spec.max_tokens), int(spec.max_concurrency)
+    except (TypeError, ValueError) as error:
+        raise PoolError(f"worker {fields['name']!r}: {error}") from error
+    return spec
+
+
+def preset_names() -> list[str]:
+    """Returns the names of the pool presets shipped with the package."""
+    files = importlib.resources.files("conductor_env.pools")
+    return sorted(p.name[:-5] for p in files.iterdir() if p.name.endswith(".toml"))
+
+
+def _read_pool_text(source: str) -> tuple[str, str]:
+    path = Path(os.path.expanduser(source))
+    if path.suffix == ".toml" or path.exists():
+        if not path.is_file():
+            raise PoolError(f"pool file {str(path)!r} does not exist; presets: {preset_names()}")
+        return path.read_text(encoding="utf-8"), path.stem
+    resource = importlib.resources.files("conductor_env.pools") / f"{source}.toml"
+    if not resource.is_file():
+        raise PoolError(f"unknown pool {source!r}: give a .toml path or one of {preset_names()}")
+    return resource.read_text(encoding="utf-8"), source
+
+
+def load_pool(source: str | WorkerPool | Sequence[WorkerSpec]) -> WorkerPool:
+    """Loads a pool from a preset name, a TOML path, specs, or returns a pool unchanged.
+
+    The TOML format::
+
+        [defaults]            # optional, applied to every worker
+        temperature = 0.2
+        [[workers]]
+        id = "gpt-5"
+        backend = "openai"
+        model = "gpt-5"
+        price_in_per_m = 1.25
+        price_out_per_m = 10.0
+
+    Args:
+        source: ``"simulated"``, ``"local"``, ``"paper"``, a path to a ``.toml`` file, a
+            :class:`WorkerPool` or a sequence of :class:`WorkerSpec`.
+
+    Returns:
+        The pool.
+
+    Raises:
+        PoolError: With the file, the worker and the field at fault.
+    """
+    if isinstance(source, WorkerPool):
+        return source
+    if not isinstance(source, str):
+        return WorkerPool(list(source))
+    text, name = _read_pool_text(source)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise PoolError(f"pool {source!r} is not valid TOML: {error}") from error
+    entries: Iterable[Mapping[str, Any]] = data.get("workers", [])
+    if not isinstance(entries, list) or not entries:
+        raise PoolError(f"pool {source!r} has no [[workers]] entries")
+    defaults = data.get("defaults", {})
+    try:
+        specs = [spec_from_mapping(entry, defaults=defaults) for entry in entries]
+    except PoolError as error:
+        raise PoolError(f"pool {source!r}: {error}") from error
+    return WorkerPool(specs, name=str(data.get("name", name)))

@@ -1,0 +1,64 @@
+"""Retries with exponential backoff around one worker call."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+from typing import Awaitable, Callable, TypeVar
+
+from conductor_env.workers.base import WorkerError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a failing worker call is retried.
+
+    Attributes:
+        max_attempts: Total attempts including the first.
+        base_delay_s: Delay before the second attempt; doubles each time.
+        max_delay_s: Upper bound of one delay.
+        jitter: Fraction of random jitter added to each delay (spreads retry storms).
+    """
+
+    max_attempts: int = 4
+    base_delay_s: float = 0.5
+    max_delay_s: float = 8.0
+    jitter: float = 0.25
+
+    def delay(self, attempt: int, rng: random.Random | None = None) -> float:
+        """Returns the wait before attempt ``attempt + 1`` (``attempt`` counts from 1)."""
+        base = min(self.max_delay_s, self.base_delay_s * (2 ** (attempt - 1)))
+        return base * (1.0 + self.jitter * (rng or random).random())
+
+
+async def with_retries(
+    call: Callable[[], Awaitable[T]], policy: RetryPolicy
+) -> tuple[T, int]:
+    """Runs ``call`` until it succeeds, a non-retryable error occurs, or attempts run out.
+
+    Args:
+        call: A zero-argument coroutine factory (one worker call).
+        policy: Retry bounds.
+
+    Returns:
+        The call's result and the number of attempts it took.
+
+    Raises:
+        WorkerError: The last error, with ``attempts`` set, when the call never succeeded.
+    """
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await call(), attempt
+        except WorkerError as error:
+            error.attempts = attempt  # type: ignore[attr-defined]
+            if not error.retryable or attempt >= policy.max_attempts:
+                raise
+        except asyncio.TimeoutError as error:
+            if attempt >= policy.max_attempts:
+                raise WorkerError(f"timed out after {attempt} attempts", retryable=True) from error
+        await asyncio.sleep(policy.delay(attempt))

@@ -1,0 +1,114 @@
+"""The task-suite interface: problems with gold answers or tests, and a verifier for each."""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One verifiable question.
+
+    Attributes:
+        id: Stable identifier, unique within a suite (``reset(options={"problem_id": id})``).
+        question: The full text shown to the Conductor and the workers.
+        domain: Coarse domain used for prompts and simulated skills: ``math``, ``code``,
+            ``choice`` (multiple choice), ``reasoning`` or a suite's own.
+        answer: Gold answer (string, number or choice letter) when the suite grades answers.
+        tests: Tests when the suite grades programs (a list of ``{"input", "output"}`` dicts, or
+            a test script), else ``None``.
+        metadata: Anything else the suite needs (starter code, func_name, subject, ...).
+    """
+
+    id: str
+    question: str
+    domain: str
+    answer: Any = None
+    tests: Any = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Score:
+    """The verdict on one answer.
+
+    Attributes:
+        correct: Whether the answer counts as right (pass@1 for code).
+        score: A value in [0, 1] (e.g. the fraction of tests passed); 1.0 when correct.
+        reason: A short human-readable explanation (``"match"``, ``"no boxed answer"``, ...).
+    """
+
+    correct: bool
+    score: float
+    reason: str = ""
+
+
+class TaskSuite(abc.ABC):
+    """A set of problems and the verifier that grades answers to them.
+
+    Subclasses set :attr:`name`, implement :meth:`problems` and :meth:`verify`, and may override
+    :meth:`reference_response` (used by simulated workers and tests) and :meth:`averify`.
+    """
+
+    #: Short registry name, e.g. ``"lcb"``.
+    name: str = "suite"
+    #: Default split for :meth:`problems` when the env is not told otherwise.
+    default_split: str = "test"
+
+    @abc.abstractmethod
+    def problems(self, split: str | None = None) -> Sequence[Problem]:
+        """Returns the problems of a split, in a fixed order.
+
+        Args:
+            split: Split name; ``None`` means :attr:`default_split`.
+
+        Returns:
+            A sequence of problems (the same order every call).
+        """
+
+    @abc.abstractmethod
+    def verify(self, problem: Problem, answer: str) -> Score:
+        """Grades one answer.
+
+        Args:
+            problem: The problem answered.
+            answer: The raw final response of the workflow.
+
+        Returns:
+            The score. A verifier never raises on bad answers: it returns ``correct=False``
+            with a reason.
+        """
+
+    async def averify(self, problem: Problem, answer: str) -> Score:
+        """Async :meth:`verify`; the default runs it in a worker thread."""
+        return await asyncio.to_thread(self.verify, problem, answer)
+
+    def reference_response(self, problem: Problem) -> str | None:
+        """Returns a response text that :meth:`verify` accepts, or ``None`` if unknown.
+
+        Simulated workers answer with it when they "solve" a problem.
+        """
+        return None
+
+    def wrong_response(self, problem: Problem) -> str:
+        """Returns a plausible response that :meth:`verify` rejects (for simulated workers)."""
+        return "I am not sure; my best attempt did not reach an answer."
+
+    def close(self) -> None:
+        """Releases resources such as sandboxes (default: nothing)."""
+
+
+def find_problem(problems: Sequence[Problem], problem_id: str) -> Problem:
+    """Returns the problem with this id.
+
+    Raises:
+        KeyError: With the id and a few valid ids when it is absent.
+    """
+    for problem in problems:
+        if problem.id == problem_id:
+            return problem
+    sample = ", ".join(p.id for p in problems[:3])
+    raise KeyError(f"no problem with id {problem_id!r} (ids look like: {sample})")
