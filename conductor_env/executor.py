@@ -1,0 +1,178 @@
+"""Async execution of one workflow.
+
+Steps are scheduled as a DAG over their access lists: a step starts as soon as every step it may
+read has finished, so steps that cannot see each other run concurrently. Because each step's
+input depends only on the steps it reads, the results equal those of running the steps in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Awaitable, Callable, Literal, Sequence
+
+from conductor_env.prompts import VisibleStep, worker_message
+from conductor_env.workers.base import Completion, WorkerError
+from conductor_env.workflow import Step, Workflow
+
+AnswerFrom = Literal["last", "last_nonempty"]
+
+
+@dataclass
+class StepTrace:
+    """What one step did and cost.
+
+    Attributes:
+        index: Step index in the workflow.
+        worker: Worker id as shown to the Conductor.
+        worker_name: The pool's name for the worker (for analysis; never shown to the Conductor).
+        subtask: The instruction given.
+        visible: Indices of the earlier steps the worker read.
+        response: The worker's response ("" if the step failed).
+        prompt_tokens: Input tokens billed.
+        completion_tokens: Output tokens billed.
+        cost_usd: Price of the step.
+        latency_s: Duration of the successful call.
+        start_s: Start time relative to the start of the workflow.
+        end_s: End time relative to the start of the workflow.
+        attempts: Calls made, including retries.
+        error: ``None``, or why the step failed after retries.
+    """
+
+    index: int
+    worker: int
+    worker_name: str
+    subtask: str
+    visible: tuple[int, ...]
+    response: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    start_s: float = 0.0
+    end_s: float = 0.0
+    attempts: int = 0
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        """Returns a JSON-friendly copy."""
+        record = asdict(self)
+        record["visible"] = list(self.visible)
+        return record
+
+
+@dataclass
+class Execution:
+    """The outcome of one workflow.
+
+    Attributes:
+        traces: One trace per step, in step order (steps never started are absent).
+        answer: The final answer (see ``answer_from`` of :func:`execute_workflow`).
+        infra_error: ``None``, or the error of a step that kept failing after retries.
+        wall_s: Wall time of the whole workflow.
+    """
+
+    traces: list[StepTrace] = field(default_factory=list)
+    answer: str = ""
+    infra_error: str | None = None
+    wall_s: float = 0.0
+
+    @property
+    def cost_usd(self) -> float:
+        """Total worker spend."""
+        return sum(t.cost_usd for t in self.traces)
+
+    @property
+    def tokens(self) -> int:
+        """Total prompt plus completion tokens."""
+        return sum(t.prompt_tokens + t.completion_tokens for t in self.traces)
+
+
+#: ``(step_index, step, message) -> (completion, attempts)``: runs one step's worker call,
+#: including retries; raises :class:`WorkerError` when the worker stays down.
+StepCaller = Callable[[int, Step, str], Awaitable[tuple[Completion, int]]]
+#: Maps a shown worker id to the pool's name for it (traces only).
+WorkerNamer = Callable[[int], str]
+
+
+async def execute_workflow(
+    workflow: Workflow,
+    *,
+    question: str,
+    call_step: StepCaller,
+    worker_name: WorkerNamer = str,
+    previous_steps: Sequence[VisibleStep] = (),
+    answer_from: AnswerFrom = "last",
+) -> Execution:
+    """Runs a workflow, each step as soon as the steps it reads are done.
+
+    Args:
+        workflow: The parsed workflow.
+        question: The overall task shown to every worker.
+        call_step: Performs one step's worker call (see :data:`StepCaller`).
+        worker_name: Names workers in traces.
+        previous_steps: The previous round's steps; steps with ``"all"`` access see them first.
+        answer_from: ``"last"`` (the paper: the last step's response) or ``"last_nonempty"``
+            (the paper's evaluation: the last non-empty response).
+
+    Returns:
+        The execution; on a worker failure, ``infra_error`` is set and unfinished steps are
+        cancelled (their traces carry the error or are absent).
+    """
+    started = time.perf_counter()
+    traces: dict[int, StepTrace] = {}
+    tasks: list[asyncio.Task[StepTrace]] = []
+
+    async def run(index: int, step: Step) -> StepTrace:
+        if step.access:
+            await asyncio.gather(*(tasks[j] for j in step.access))
+        visible = list(previous_steps) if step.access_all else []
+        visible += [VisibleStep(traces[j].worker, traces[j].subtask, traces[j].response) for j in step.access]
+        trace = StepTrace(
+            index=index,
+            worker=step.worker,
+            worker_name=worker_name(step.worker),
+            subtask=step.subtask,
+            visible=step.access,
+            start_s=time.perf_counter() - started,
+        )
+        traces[index] = trace
+        try:
+            completion, attempts = await call_step(index, step, worker_message(question, step.subtask, visible))
+        except WorkerError as error:
+            trace.attempts = getattr(error, "attempts", 1)
+            trace.error = str(error) or type(error).__name__
+            trace.end_s = time.perf_counter() - started
+            raise
+        trace.response = completion.text
+        trace.prompt_tokens = completion.prompt_tokens
+        trace.completion_tokens = completion.completion_tokens
+        trace.cost_usd = completion.cost_usd
+        trace.latency_s = completion.latency_s
+        trace.attempts = attempts
+        trace.end_s = time.perf_counter() - started
+        return trace
+
+    for index, step in enumerate(workflow.steps):
+        tasks.append(asyncio.ensure_future(run(index, step)))
+    execution = Execution()
+    try:
+        await asyncio.gather(*tasks)
+    except WorkerError as error:
+        failed = next((t for t in traces.values() if t.error), None)
+        where = f"step {failed.index} (worker {failed.worker}, {failed.worker_name})" if failed else "a step"
+        execution.infra_error = f"{where} failed after {getattr(error, 'attempts', 1)} attempt(s): {error}"
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    execution.traces = [traces[i] for i in sorted(traces)]
+    execution.wall_s = time.perf_counter() - started
+    if execution.infra_error is None and execution.traces:
+        responses = [t.response for t in execution.traces]
+        if answer_from == "last_nonempty":
+            execution.answer = next((r for r in reversed(responses) if r.strip()), "")
+        else:
+            execution.answer = responses[-1]
+    return execution

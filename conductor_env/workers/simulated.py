@@ -1,0 +1,120 @@
+"""Simulated workers: a declared skill per domain and a latency, for fast tests and cheap research.
+
+A simulated worker is not an LLM and never pretends to be one. It answers a step correctly with
+probability ``skill[domain]``; when an earlier step it may read already holds the correct answer
+it gets a second chance (``1 - (1 - p)^2``), which models checking or building on earlier work.
+"Correct" and "wrong" responses come from the task suite (:class:`SimulationOracle`), so the
+env's real verifier grades them. Draws are deterministic in (seed, worker, message).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from conductor_env.workers.base import Completion, Message, Worker, WorkerError, WorkerSpec
+
+
+@dataclass(frozen=True)
+class SimulationOracle:
+    """What a simulated worker needs to know about the problem.
+
+    Attributes:
+        domain: The problem's domain (selects the skill).
+        correct: A response the verifier accepts, or ``None`` when the suite has none (then the
+            worker can only answer wrongly).
+        wrong: A response the verifier rejects.
+    """
+
+    domain: str
+    correct: str | None
+    wrong: str
+
+
+def _skill(skill: Any, domain: str) -> float:
+    if isinstance(skill, (int, float)):
+        return float(skill)
+    if isinstance(skill, Mapping):
+        return float(skill.get(domain, skill.get("default", 0.0)))
+    raise WorkerError(f"simulated skill must be a number or a table, got {skill!r}", retryable=False)
+
+
+class SimulatedWorker(Worker):
+    """A worker with per-domain skill and latency (``backend = "simulated"`` in a pool file).
+
+    Spec options:
+        skill: A probability, or a table ``{domain = p, default = p}``.
+        latency_s: Seconds per call (a number, or ``[low, high]`` drawn uniformly).
+        fail_rate: Probability that a call raises a retryable :class:`WorkerError` (to exercise
+            retries and infra errors).
+    """
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        super().__init__(spec)
+        self.skill = spec.options.get("skill", 0.5)
+        latency = spec.options.get("latency_s", 0.0)
+        self.latency = (float(latency[0]), float(latency[1])) if isinstance(latency, (list, tuple)) else (float(latency),) * 2
+        self.fail_rate = float(spec.options.get("fail_rate", 0.0))
+
+    def _rng(self, messages: Sequence[Message], seed: int | None, salt: str) -> random.Random:
+        digest = hashlib.blake2b(digest_size=8)
+        for part in (self.spec.name, str(seed), salt, *(m.get("content", "") for m in messages)):
+            digest.update(part.encode("utf-8", "surrogatepass"))
+            digest.update(b"\0")
+        return random.Random(int.from_bytes(digest.digest(), "big"))
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+        oracle: SimulationOracle | None = None,
+        **options: Any,
+    ) -> Completion:
+        """Returns the oracle's correct or wrong response after the configured latency.
+
+        Args:
+            messages: The step's messages (their text seeds the draw).
+            max_tokens: Ignored.
+            temperature: Ignored.
+            seed: Sample seed; different seeds give independent draws.
+            oracle: The problem's :class:`SimulationOracle` (the executor passes it).
+            **options: Ignored.
+
+        Returns:
+            The completion, with word counts standing in for tokens.
+
+        Raises:
+            WorkerError: With probability ``fail_rate`` (retryable), or without an oracle.
+        """
+        if oracle is None:
+            raise WorkerError("a simulated worker needs the problem's oracle", retryable=False)
+        started = time.perf_counter()
+        attempt_rng = random.Random()  # failures must differ between retries of the same call
+        low, high = self.latency
+        delay = low if low == high else attempt_rng.uniform(low, high)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if self.fail_rate and attempt_rng.random() < self.fail_rate:
+            raise WorkerError(f"simulated transient failure of {self.spec.name}", retryable=True)
+        prompt = "\n".join(m.get("content", "") for m in messages)
+        p = _skill(self.skill, oracle.domain)
+        if oracle.correct is not None and oracle.correct in prompt:
+            p = 1.0 - (1.0 - p) ** 2
+        correct = oracle.correct is not None and self._rng(messages, seed, "correct").random() < p
+        text = oracle.correct if correct and oracle.correct is not None else oracle.wrong
+        prompt_tokens = len(prompt.split())
+        completion_tokens = len(text.split())
+        return Completion(
+            text=text,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=self.spec.cost(prompt_tokens, completion_tokens),
+            latency_s=time.perf_counter() - started,
+        )
