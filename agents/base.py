@@ -1,0 +1,48 @@
+"""The policy interface: a batch of Conductor observations in, a batch of workflow texts out."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Sequence
+
+from conductor_env.event_loop import run_sync
+
+Observation = dict[str, Any]
+
+
+class Policy(abc.ABC):
+    """A coordinator policy.
+
+    Policies are async and batched so LLM policies can generate for many episodes at once.
+    Subclasses set :attr:`name` (used in results tables) and implement :meth:`aact`.
+    """
+
+    #: The name used in results, normally the spec string that built the policy.
+    name: str = "policy"
+
+    @abc.abstractmethod
+    async def aact(self, observations: Sequence[Observation]) -> list[str]:
+        """Writes one workflow text per observation.
+
+        Args:
+            observations: Conductor observations (``prompt``, ``question``, ``workers``,
+                ``history``, ``round``, ``depth``), possibly from different episodes.
+
+        Returns:
+            Workflow texts, in the same order.
+        """
+
+    def act(self, observations: Sequence[Observation]) -> list[str]:
+        """Synchronous :meth:`aact` (runs on the package's background event loop)."""
+        return run_sync(self.aact(observations))
+
+    async def aclose(self) -> None:
+        """Releases models and clients (default: nothing)."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+def num_shown_workers(observation: Observation) -> int:
+    """Returns how many worker ids the observation shows (lines starting ``Model id``)."""
+    return sum(1 for line in observation["workers"].splitlines() if line.startswith("Model id"))
