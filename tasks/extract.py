@@ -1,0 +1,263 @@
+"""Answer extraction shared by the suites: code blocks, ``\\boxed{}`` answers and choice letters.
+
+Every extractor first drops reasoning with :func:`strip_think`, so only the final answer of a
+reasoning model counts (an unterminated ``<think>`` means the answer was never written).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["extract_boxed", "extract_choice", "extract_code", "strip_think"]
+
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+
+
+def strip_think(text: str) -> str:
+    """Removes reasoning enclosed in ``<think>...</think>``.
+
+    Also handles the two broken shapes models produce: a closing tag without an opening one
+    (chat templates that prefill ``<think>``), where everything before it is reasoning, and an
+    opening tag that is never closed (output cut mid-thought), where everything after it is.
+
+    Args:
+        text: A model response.
+
+    Returns:
+        The response without its reasoning, stripped of surrounding whitespace.
+    """
+    text = _THINK_BLOCK.sub("", text or "")
+    closes = list(_THINK_CLOSE.finditer(text))
+    if closes:
+        text = text[closes[-1].end():]
+    opened = _THINK_OPEN.search(text)
+    if opened:
+        text = text[: opened.start()]
+    return text.strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# Fenced code blocks
+# ---------------------------------------------------------------------------------------------
+
+_FENCE_OPEN = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)$")
+
+_LANGUAGE_ALIASES = {
+    "python": {"python", "python3", "py", "py3", "python2"},
+    "cpp": {"cpp", "c++", "cc", "cxx"},
+    "javascript": {"javascript", "js", "node"},
+}
+
+
+@dataclass(frozen=True)
+class _Block:
+    tag: str
+    code: str
+
+
+def _code_blocks(text: str) -> list[_Block]:
+    """Splits markdown into fenced blocks; an unterminated last fence runs to the end."""
+    blocks: list[_Block] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        opening = _FENCE_OPEN.match(lines[i])
+        if not opening:
+            i += 1
+            continue
+        fence = opening.group("fence")
+        tag = opening.group("info").strip().split()[0].lower() if opening.group("info").strip() else ""
+        close = re.compile(r"^[ \t]{0,3}" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*$")
+        body: list[str] = []
+        i += 1
+        while i < len(lines) and not close.match(lines[i]):
+            body.append(lines[i])
+            i += 1
+        i += 1  # skip the closing fence (or run past the end when unterminated)
+        code = "\n".join(body).strip("\n")
+        if code.strip():
+            blocks.append(_Block(tag, code + "\n"))
+    return blocks
+
+
+def extract_code(text: str, *, language: str = "python") -> str | None:
+    """Returns the last fenced code block of a response, preferring blocks tagged ``language``.
+
+    Order of preference: the last block tagged with the language (``python``, ``py``,
+    ``python3`` for Python), else the last untagged block, else the last block of any tag. A
+    final fence left open (truncated output) counts as a block running to the end of the text.
+
+    Args:
+        text: A model response (markdown).
+        language: The wanted language.
+
+    Returns:
+        The code (ending with a newline), or ``None`` when the response has no fenced block.
+    """
+    blocks = _code_blocks(strip_think(text))
+    if not blocks:
+        return None
+    wanted = _LANGUAGE_ALIASES.get(language.lower(), {language.lower()})
+    for group in (
+        [b for b in blocks if b.tag in wanted],
+        [b for b in blocks if not b.tag],
+        blocks,
+    ):
+        if group:
+            return group[-1].code
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# \boxed{...}
+# ---------------------------------------------------------------------------------------------
+
+_BOX_COMMAND = re.compile(r"\\(?:boxed|fbox|framebox)(?![A-Za-z])")
+
+
+def _balanced_group(text: str, start: int) -> str | None:
+    """Returns the content of the brace group opening at ``text[start] == "{"``, or None."""
+    depth = 0
+    i = start
+    while i < len(text):
+        char = text[i]
+        if char == "\\":
+            i += 2  # an escaped character (\{, \}, \\) never opens or closes a group
+            continue
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start + 1 : i]
+        i += 1
+    return None
+
+
+def _box_contents(text: str) -> list[tuple[int, str]]:
+    """All ``\\boxed`` answers with their positions, in order; unbalanced ones are skipped."""
+    found: list[tuple[int, str]] = []
+    for match in _BOX_COMMAND.finditer(text):
+        rest = match.end()
+        while rest < len(text) and text[rest] in " \t":
+            rest += 1
+        if rest < len(text) and text[rest] == "{":
+            content = _balanced_group(text, rest)
+        else:
+            # "\boxed 5" (no braces): the answer runs to the next space or "$".
+            bare = re.match(r"[^\s${}]+", text[rest:]) if rest > match.end() else None
+            content = bare.group(0) if bare else None
+        if content is not None and content.strip():
+            found.append((match.start(), content.strip()))
+    return found
+
+
+def extract_boxed(text: str) -> str | None:
+    """Returns the content of the last ``\\boxed{...}`` (or ``\\fbox{}``, ``\\framebox{}``).
+
+    Braces are matched with nesting (``\\boxed{\\frac{1}{2}}`` gives ``\\frac{1}{2}``) and
+    escaped braces ``\\{ \\}`` do not count. A last box left unbalanced (truncated output) is
+    ignored in favour of the previous complete one; empty boxes are ignored.
+
+    Args:
+        text: A model response.
+
+    Returns:
+        The boxed text without surrounding whitespace, or ``None`` when there is none.
+    """
+    boxes = _box_contents(strip_think(text))
+    return boxes[-1][1] if boxes else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Choice letters
+# ---------------------------------------------------------------------------------------------
+
+# Words that can follow the article "A" ("Answer: A careful look...") but not an answer "A".
+_AFTER_LETTER_OK = r"(?:because|since|as|which|and|with|is|—|-|–)\b"
+
+
+def _letter_pattern(choices: str) -> str:
+    upper = re.escape(choices.upper())
+    lower = re.escape(choices.lower())
+    return (
+        rf"(?:\((?P<paren>[{upper}{lower}])\)"  # (C) or (c)
+        rf"|\[(?P<bracket>[{upper}])\]"  # [C]
+        rf"|(?P<bare>[{upper}])(?![A-Za-z0-9'])(?!\s+(?!{_AFTER_LETTER_OK})[a-z]))"
+    )
+
+
+def _explicit_statements(text: str, choices: str) -> list[tuple[int, str]]:
+    """``Answer: X``-style statements and boxed letters, with their positions."""
+    letter = _letter_pattern(choices)
+    phrase = re.compile(
+        r"\b(?i:answer|final\s+choice|correct\s+(?:option|choice))\b"
+        r"(?:\s+(?i:is|would\s+be|should\s+be|must\s+be|will\s+be|then\s+is))?"
+        r"[ \t]*(?:[:=][ \t]*)?(?:\n[ \t]*)?"
+        r"[\*_ \t]*(?:\$\s*)?(?:\\(?:boxed|textbf|text)\{\s*)?"
+        r"(?i:(?:option|choice)\s+)?"
+        + letter
+    )
+    statements: list[tuple[int, str]] = []
+    for match in phrase.finditer(text):
+        chosen = match.group("paren") or match.group("bracket") or match.group("bare")
+        statements.append((match.start(), chosen.upper()))
+    for position, content in _box_contents(text):
+        chosen = _letter_in_box(content, choices)
+        if chosen:
+            statements.append((position, chosen))
+    return statements
+
+
+def _letter_in_box(content: str, choices: str) -> str | None:
+    """The letter a boxed answer names: ``C``, ``\\text{C}``, ``(C)``, ``C) 42``, ``\\textbf{C}``."""
+    inner = content
+    for _ in range(3):  # unwrap \text{...}, \mathrm{...}, \textbf{...}
+        unwrapped = re.fullmatch(r"\\(?:text|textbf|mathrm|mathbf)\{(.*)\}", inner.strip(), re.DOTALL)
+        if not unwrapped:
+            break
+        inner = unwrapped.group(1)
+    match = re.fullmatch(rf"\s*\(?([{re.escape(choices.upper())}])\)?(?:[.):]\s*.*)?\s*", inner, re.DOTALL)
+    return match.group(1) if match else None
+
+
+def _lone_final_letter(text: str, choices: str) -> str | None:
+    """A last line that is only a letter (``C``, ``**C**``, ``(C).``) or ``C) option text``."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return None
+    last = re.sub(r"[\*_#>`]", "", lines[-1]).strip()
+    upper = re.escape(choices.upper())
+    match = re.fullmatch(rf"(?i:option\s+|choice\s+)?\(?([{upper}])\)?[.!]?", last)
+    if not match:
+        match = re.match(rf"\(?([{upper}])[).:]\s+\S", last)
+    return match.group(1) if match else None
+
+
+def extract_choice(text: str, choices: str = "ABCD") -> str | None:
+    """Returns the choice letter a response commits to.
+
+    Explicit statements are ``Answer: X``, ``The answer is (X)``, ``answer: **X**``,
+    ``\\boxed{X}`` (also ``\\boxed{\\text{X}}``); the last one in the text wins. Without one,
+    the last standalone ``(X)`` counts, then a last line that is only a letter. Letters inside
+    words never match, nor does the article in ``Answer: A careful analysis``.
+
+    Args:
+        text: A model response.
+        choices: The valid letters, e.g. ``"ABCD"``.
+
+    Returns:
+        The upper-case letter, or ``None`` when the response names no choice.
+    """
+    text = strip_think(text)
+    statements = _explicit_statements(text, choices)
+    if statements:
+        return max(statements)[1]
+    upper = re.escape(choices.upper())
+    parenthesised = re.findall(rf"(?<![A-Za-z0-9])\(([{upper}])\)", text)
+    if parenthesised:
+        return parenthesised[-1]
+    return _lone_final_letter(text, choices)
