@@ -1,0 +1,120 @@
+"""A Gymnasium vector env that steps all its Conductor episodes concurrently on one event loop.
+
+``gym.make_vec("Conductor-RG-v0", num_envs=64, vectorization_mode="vector_entry_point")`` gives
+this class: every ``step`` runs the sub-environments' workflows at once, so a batch costs about
+as long as its slowest episode rather than the sum. Autoreset follows Gymnasium's default
+next-step mode: the step after an episode ends resets that sub-environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from copy import deepcopy
+from typing import Any, Sequence
+
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
+
+from conductor_env.env import ConductorEnv
+from conductor_env.event_loop import run_sync
+
+
+class ConductorVectorEnv(VectorEnv):
+    """``num_envs`` :class:`ConductorEnv` instances stepped concurrently.
+
+    Args:
+        num_envs: Number of sub-environments.
+        **kwargs: Passed to every :class:`ConductorEnv` (``suite``, ``pool``, ...). The suite
+            and the pool are built once and shared, so workers batch across episodes.
+
+    Observations are batched with Gymnasium's utilities: a dict whose text entries are tuples of
+    strings and whose integer entries are arrays. Actions are a sequence of workflow texts.
+    ``infos`` follow Gymnasium's vector convention (``info[key]`` array plus ``info["_key"]`` mask).
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
+        if num_envs < 1:
+            raise ValueError("num_envs must be >= 1")
+        first = ConductorEnv(**kwargs)
+        shared = {**kwargs, "suite": first.suite, "pool": first.pool, "suite_options": None, "sandbox": None}
+        self.envs = [first] + [ConductorEnv(**shared) for _ in range(num_envs - 1)]
+        self.num_envs = num_envs
+        self.single_observation_space = first.observation_space
+        self.single_action_space = first.action_space
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self._autoreset = np.zeros(num_envs, dtype=bool)
+        self._observations = create_empty_array(self.single_observation_space, num_envs)
+
+    def reset(
+        self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict, dict]:
+        """Resets every sub-environment.
+
+        Args:
+            seed: One seed (sub-environment ``i`` gets ``seed + i``) or one per sub-environment.
+            options: Passed to every sub-environment's reset.
+
+        Returns:
+            Batched observations and vector infos.
+        """
+        if seed is None or isinstance(seed, int):
+            seeds = [None if seed is None else seed + i for i in range(self.num_envs)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"got {len(seeds)} seeds for {self.num_envs} environments")
+        if seed is not None:
+            self._np_random_seed = seeds[0]
+        observations, infos = [], {}
+        for index, (env, env_seed) in enumerate(zip(self.envs, seeds)):
+            observation, info = env.reset(seed=env_seed, options=options)
+            observations.append(observation)
+            infos = self._add_info(infos, info, index)
+        self._autoreset[:] = False
+        self._observations = concatenate(self.single_observation_space, observations, self._observations)
+        return deepcopy(self._observations), infos
+
+    def step(self, actions: Sequence[str]) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Steps every sub-environment concurrently (see :meth:`astep`)."""
+        return run_sync(self.astep(actions))
+
+    async def astep(self, actions: Sequence[str]) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Async :meth:`step`.
+
+        Args:
+            actions: One workflow text per sub-environment (ignored for those being autoreset).
+
+        Returns:
+            Batched ``(observations, rewards, terminations, truncations, infos)``.
+        """
+        actions = list(iterate(self.action_space, actions)) if not isinstance(actions, (list, tuple)) else list(actions)
+        if len(actions) != self.num_envs:
+            raise ValueError(f"got {len(actions)} actions for {self.num_envs} environments")
+
+        async def one(index: int) -> tuple[dict, float, bool, bool, dict]:
+            env = self.envs[index]
+            if self._autoreset[index]:
+                observation, info = env.reset()
+                return observation, 0.0, False, False, info
+            return await env.astep(actions[index])
+
+        results = await asyncio.gather(*(one(i) for i in range(self.num_envs)))
+        observations, infos = [], {}
+        rewards = np.zeros(self.num_envs, dtype=np.float64)
+        terminations = np.zeros(self.num_envs, dtype=bool)
+        truncations = np.zeros(self.num_envs, dtype=bool)
+        for index, (observation, reward, terminated, truncated, info) in enumerate(results):
+            observations.append(observation)
+            rewards[index], terminations[index], truncations[index] = reward, terminated, truncated
+            infos = self._add_info(infos, info, index)
+        self._autoreset = terminations | truncations
+        self._observations = concatenate(self.single_observation_space, observations, self._observations)
+        return deepcopy(self._observations), rewards, terminations, truncations, infos
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Closes the shared pool and suite once."""
+        self.envs[0].close()
