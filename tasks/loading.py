@@ -223,7 +223,8 @@ def _open_text(path: Path, compressed: bool) -> IO[str]:
 
 def _jsonl_rows(text: str, path: Path, dataset: str) -> list[dict[str, Any]]:
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Only "\n" ends a row: splitlines() would also split inside strings at U+2028, U+0085, ...
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

@@ -120,3 +120,11 @@ def test_unreachable_hub_is_probed_not_retried(monkeypatch: pytest.MonkeyPatch) 
     assert "Idavidrein/gpqa" in message and "unreachable" in message
     assert "data_files" in message and "HF_HUB_OFFLINE" in message
     assert "huggingface-cli login" in message and "HF_TOKEN" in message
+
+
+def test_unicode_line_separators_inside_strings(tmp_path: Path) -> None:
+    # U+2028 and U+0085 are line breaks to str.splitlines() but ordinary characters in JSON.
+    rows = [{"question": "first\u2028part\x85two", "answer": 1}, {"question": "next", "answer": 2}]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    assert load_rows("x/y", data_files=path) == rows

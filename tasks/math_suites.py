@@ -1,0 +1,226 @@
+"""MATH-500 and AIME: answers in ``\\boxed{}``, graded with math-verify (gold first).
+
+Grading follows the math-verify harnesses (lighteval's MATH-500 and AIME tasks): the last
+``\\boxed{}`` of the response is compared with the gold answer by ``verify(parse(gold),
+parse(answer))``. Differences: an answer identical to the gold string is accepted without
+calling math-verify (math-verify accepts every MATH-500 gold against itself, so this changes no
+verdict); AIME answers that are plain integers (``025``, ``25``, ``\\text{25}``) are compared as
+integers, anything else (``\\frac{50}{2}``) goes to math-verify; a comparison that runs past
+its deadline counts as wrong with reason ``verification timed out``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping, Sequence
+
+from conductor_env.tasks.base import Problem, Score
+from conductor_env.tasks.dataset_suite import DatasetSuite, row_field
+from conductor_env.tasks.extract import extract_boxed
+from conductor_env.tasks.loading import DataFiles, load_rows
+from conductor_env.tasks.math_equivalence import MathEquivalence, shared_math_equivalence
+from conductor_env.tasks.registry import SuiteError
+
+__all__ = ["AIME_DATASETS", "AIMESuite", "BOXED_INSTRUCTION", "Math500Suite", "MathAnswerSuite", "aime_integer"]
+
+#: Appended to every math question.
+BOXED_INSTRUCTION = "\n\nReason step by step, then put your final answer within \\boxed{}."
+
+#: AIME year -> (hub dataset, hub split): the copies lighteval's aime24/aime25 tasks use.
+AIME_DATASETS = {2024: ("HuggingFaceH4/aime_2024", "train"), 2025: ("yentinglin/aime_2025", "train")}
+
+
+class MathAnswerSuite(DatasetSuite):
+    """Shared grading of ``\\boxed{}`` answers against a gold LaTeX answer (domain ``math``).
+
+    Args:
+        verify_timeout_s: Deadline per math-verify comparison; ``None`` shares the process-wide
+            comparer (10 s).
+        **options: See :class:`~conductor_env.tasks.dataset_suite.DatasetSuite`.
+    """
+
+    def __init__(self, *, verify_timeout_s: float | None = None, **options: Any) -> None:
+        self._own_equivalence = MathEquivalence(timeout_s=verify_timeout_s) if verify_timeout_s else None
+        super().__init__(**options)
+
+    @property
+    def equivalence(self) -> MathEquivalence:
+        """The comparer used by :meth:`verify`."""
+        return self._own_equivalence or shared_math_equivalence()
+
+    def verify(self, problem: Problem, answer: str) -> Score:
+        """Grades the last ``\\boxed{}`` of ``answer`` against the gold answer."""
+        boxed = extract_boxed(answer or "")
+        if boxed is None:
+            return Score(False, 0.0, "no boxed answer")
+        gold = str(problem.answer)
+        if boxed == gold.strip():
+            return Score(True, 1.0, "match")
+        return self._compare(gold, boxed)
+
+    def _compare(self, gold: str, boxed: str) -> Score:
+        result = self.equivalence.compare(gold, boxed)
+        if result.equal:
+            return Score(True, 1.0, "equivalent")
+        if result.verdict == "timeout":
+            return Score(False, 0.0, "verification timed out")
+        if result.verdict == "error":
+            return Score(False, 0.0, f"verification failed: {result.detail}")
+        return Score(False, 0.0, f"expected {gold}, got {boxed}")
+
+    def reference_response(self, problem: Problem) -> str | None:
+        return f"Working through the problem step by step.\n\nThe final answer is $\\boxed{{{problem.answer}}}$."
+
+    def wrong_response(self, problem: Problem) -> str:
+        gold = str(problem.answer).strip()
+        wrong = str(int(gold) + 1) if re.fullmatch(r"-?\d+", gold) else "-\\frac{7}{13}"
+        return f"After some algebra I get a different value.\n\nThe final answer is $\\boxed{{{wrong}}}$."
+
+    def close(self) -> None:
+        if self._own_equivalence is not None:
+            self._own_equivalence.close()
+
+
+class Math500Suite(MathAnswerSuite):
+    """MATH-500 (``HuggingFaceH4/MATH-500``, split ``test``): 500 competition problems.
+
+    Rows: ``problem``, ``solution``, ``answer``, ``subject``, ``level``, ``unique_id``. The
+    problem id is ``unique_id`` (e.g. ``test/precalculus/807.json``), else the row index.
+
+    Args:
+        data_files: Local files in that schema instead of the hub.
+        dataset: Another hub copy with the same schema.
+        config: Its configuration.
+        revision: A hub revision to pin.
+        limit: Keep the first ``limit`` problems.
+        verify_timeout_s: Deadline per comparison (default: the shared 10 s comparer).
+    """
+
+    name = "math500"
+    dataset = "HuggingFaceH4/MATH-500"
+    hub_splits = {"test": "test"}
+    env_id = "Conductor-MATH500-v0"
+
+    def __init__(
+        self,
+        *,
+        data_files: DataFiles | None = None,
+        dataset: str | None = None,
+        config: str | None = None,
+        revision: str | None = None,
+        limit: int | None = None,
+        verify_timeout_s: float | None = None,
+    ) -> None:
+        super().__init__(
+            data_files=data_files, dataset=dataset, config=config, revision=revision, limit=limit,
+            verify_timeout_s=verify_timeout_s,
+        )
+
+    def make_problem(self, row: Mapping[str, Any], index: int, split: str) -> Problem:
+        problem = str(row_field(row, "problem", dataset=self.dataset, index=index))
+        gold = str(row_field(row, "answer", dataset=self.dataset, index=index)).strip()
+        lowered = {key.lower(): value for key, value in row.items()}
+        return Problem(
+            id=str(lowered.get("unique_id") or index),
+            question=problem.strip() + BOXED_INSTRUCTION,
+            domain="math",
+            answer=gold,
+            metadata={"subject": lowered.get("subject"), "level": lowered.get("level"), "source": "math500"},
+        )
+
+
+def aime_integer(text: str) -> int | None:
+    """Returns the integer a boxed AIME answer states (``025``, ``\\text{25}``, ``25.``), or None."""
+    cleaned = text.strip().strip("$").strip()
+    for _ in range(3):
+        unwrapped = re.fullmatch(r"\\(?:text|textbf|mathrm|mathbf|displaystyle)\s*\{(.*)\}", cleaned, re.DOTALL)
+        if not unwrapped:
+            break
+        cleaned = unwrapped.group(1).strip()
+    cleaned = re.sub(r"\^\s*\{?\\circ\}?$", "", cleaned).replace("\\,", "").replace(" ", "").rstrip(".")
+    match = re.fullmatch(r"([+-]?\d+)(?:\.0*)?", cleaned)
+    return int(match.group(1)) if match else None
+
+
+class AIMESuite(MathAnswerSuite):
+    """AIME problems with integer answers 0-999, compared as integers.
+
+    Hub defaults (the copies lighteval uses): 2024 ``HuggingFaceH4/aime_2024``, 2025
+    ``yentinglin/aime_2025``, split ``train``. Rows need a problem (``problem``/``Problem``/
+    ``question``) and an answer (``answer``/``Answer``, a string such as ``"025"`` or an int);
+    the id comes from ``id``/``ID`` when present. This covers the Qwen evaluation schema
+    (``id, problem, solution, answer, url``), ``Maxwell-Jia/AIME_2024`` (``ID, Problem,
+    Solution, Answer``) and the AIME 2025 copies (``problem, answer, id``).
+
+    Args:
+        year: 2024, 2025 or a list of both (problems concatenated, ids ``<year>/<id>``).
+        data_files: Local files instead of the hub (then ``year`` only labels the ids).
+        dataset: Another hub copy (with a single ``year``).
+        revision: A hub revision to pin.
+        limit: Keep the first ``limit`` problems.
+        verify_timeout_s: Deadline per math-verify comparison for non-integer answers.
+    """
+
+    name = "aime"
+    env_id = "Conductor-AIME-v0"
+    hub_splits = {"test": "train"}
+
+    def __init__(
+        self,
+        *,
+        year: int | Sequence[int] = 2025,
+        data_files: DataFiles | None = None,
+        dataset: str | None = None,
+        revision: str | None = None,
+        limit: int | None = None,
+        verify_timeout_s: float | None = None,
+    ) -> None:
+        years = [year] if isinstance(year, int) else list(year)
+        unknown = [y for y in years if y not in AIME_DATASETS]
+        if not years or unknown:
+            raise SuiteError(f"AIME year must be one of {sorted(AIME_DATASETS)} (or a list), got {year!r}")
+        if dataset is not None and len(years) > 1:
+            raise SuiteError("AIME: pass a single year with dataset=")
+        self.years = years
+        self.dataset = dataset or AIME_DATASETS[years[0]][0]
+        super().__init__(
+            data_files=data_files, dataset=self.dataset, revision=revision, limit=limit, verify_timeout_s=verify_timeout_s
+        )
+
+    def load_split(self, split: str) -> list[dict[str, Any]]:
+        if self.data_files is not None or len(self.years) == 1:
+            return [dict(row, _year=self.years[0]) for row in super().load_split(split)]
+        rows: list[dict[str, Any]] = []
+        for year in self.years:
+            dataset, hub_split = AIME_DATASETS[year]
+            loaded = load_rows(dataset, split=hub_split, revision=self.revision, env_id=self.env_id)
+            rows.extend(dict(row, _year=year) for row in loaded)
+        return rows
+
+    def make_problem(self, row: Mapping[str, Any], index: int, split: str) -> Problem:
+        problem = str(row_field(row, "problem", "question", dataset=self.dataset, index=index))
+        raw = row_field(row, "answer", dataset=self.dataset, index=index)
+        gold = aime_integer(str(raw))
+        if gold is None:
+            raise SuiteError(f"row {index} of {self.dataset}: AIME answer {raw!r} is not an integer")
+        lowered = {key.lower(): value for key, value in row.items()}
+        row_id = lowered.get("id", index)
+        return Problem(
+            id=f"{row['_year']}/{row_id}",
+            question=problem.strip() + BOXED_INSTRUCTION,
+            domain="math",
+            answer=gold,
+            metadata={"year": row["_year"], "url": lowered.get("url"), "source": "aime"},
+        )
+
+    def verify(self, problem: Problem, answer: str) -> Score:
+        """Compares the last ``\\boxed{}`` with the gold integer (math-verify for non-integers)."""
+        boxed = extract_boxed(answer or "")
+        if boxed is None:
+            return Score(False, 0.0, "no boxed answer")
+        value = aime_integer(boxed)
+        if value is not None:
+            if value == int(problem.answer):
+                return Score(True, 1.0, "match")
+            return Score(False, 0.0, f"expected {problem.answer}, got {value}")
+        return self._compare(str(problem.answer), boxed)
