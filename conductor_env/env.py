@@ -27,7 +27,7 @@ from conductor_env.tasks.base import Problem, Score, TaskSuite, find_problem
 from conductor_env.tasks.registry import get_suite
 from conductor_env.workers.base import Completion, WorkerError
 from conductor_env.workers.pool import WorkerPool, load_pool
-from conductor_env.workers.retry import RetryPolicy, with_retries
+from conductor_env.workers.retry import RetryPolicy, with_retries, with_timeout
 from conductor_env.workers.simulated import SimulationOracle
 from conductor_env.workflow import AccessMode, Step, Workflow, WorkflowError, parse_workflow
 
@@ -311,6 +311,11 @@ class ConductorEnv(gym.Env[dict, str]):
         """
         if self._episode is None or self._episode.done:
             raise RuntimeError("call reset() before step() (the episode is over or never started)")
+        if not self.self_call:  # no frames can open: run the round inline (no extra tasks)
+            self._frames = None
+            result = await self._play_round(action)
+            self._last_observation = result[0]
+            return result
         if self._waiting is not None:
             waiting, self._waiting = self._waiting, None
             waiting.action.set_result(action if isinstance(action, str) else str(action))
@@ -370,16 +375,14 @@ class ConductorEnv(gym.Env[dict, str]):
 
             async def attempt() -> Completion:
                 async with semaphore:
-                    return await asyncio.wait_for(
-                        worker.complete(
-                            messages,
-                            max_tokens=self.worker_max_tokens,
-                            temperature=self.worker_temperature,
-                            seed=seed,
-                            oracle=oracle,
-                        ),
-                        timeout=spec.timeout_s,
+                    call = worker.complete(
+                        messages,
+                        max_tokens=self.worker_max_tokens,
+                        temperature=self.worker_temperature,
+                        seed=seed,
+                        oracle=oracle,
                     )
+                    return await with_timeout(call, spec.timeout_s)
 
             return await with_retries(attempt, self.retry)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Literal, Sequence
 
 from conductor_env.prompts import VisibleStep, worker_message
@@ -57,7 +57,7 @@ class StepTrace:
 
     def to_dict(self) -> dict:
         """Returns a JSON-friendly copy."""
-        record = asdict(self)
+        record = dict(vars(self))  # shallow: every field is a scalar or a tuple of ints
         record["visible"] = list(self.visible)
         return record
 

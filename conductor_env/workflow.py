@@ -174,7 +174,10 @@ def _plain_balanced_span(text: str, start: int, end: int) -> int | None:
 
 def _read_list(source: str) -> list[Any] | None:
     """Reads ``[...]`` text as a list: literal_eval, then JSON, then a comma split."""
-    for reader in (ast.literal_eval, json.loads):
+    # Without backslashes, any text both readers accept means the same list to both, and any text
+    # only JSON accepts would reach JSON anyway; so JSON (C-speed) may go first there.
+    readers = (json.loads, ast.literal_eval) if "\\" not in source else (ast.literal_eval, json.loads)
+    for reader in readers:
         try:
             value = reader(source)
         except Exception:  # noqa: BLE001 - any failure (syntax, recursion, memory) falls through

@@ -57,6 +57,9 @@ class TaskSuite(abc.ABC):
     name: str = "suite"
     #: Default split for :meth:`problems` when the env is not told otherwise.
     default_split: str = "test"
+    #: Whether :meth:`verify` may block (sandbox runs, slow symbolic maths). Suites whose verifier
+    #: takes microseconds set it to False so :meth:`averify` skips the thread hop.
+    blocking_verify: bool = True
 
     @abc.abstractmethod
     def problems(self, split: str | None = None) -> Sequence[Problem]:
@@ -83,7 +86,9 @@ class TaskSuite(abc.ABC):
         """
 
     async def averify(self, problem: Problem, answer: str) -> Score:
-        """Async :meth:`verify`; the default runs it in a worker thread."""
+        """Async :meth:`verify`; runs it in a worker thread when :attr:`blocking_verify` is set."""
+        if not self.blocking_verify:
+            return self.verify(problem, answer)
         return await asyncio.to_thread(self.verify, problem, answer)
 
     def reference_response(self, problem: Problem) -> str | None:

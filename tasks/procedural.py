@@ -50,6 +50,7 @@ class ReasoningGymSuite(TaskSuite):
     """
 
     name = "rg"
+    blocking_verify = False
 
     def __init__(
         self,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
 from dataclasses import dataclass
-from typing import Awaitable, Callable, TypeVar
+from typing import Awaitable, Callable, Coroutine, TypeVar
 
 from conductor_env.workers.base import WorkerError
 
@@ -62,3 +63,17 @@ async def with_retries(
             if attempt >= policy.max_attempts:
                 raise WorkerError(f"timed out after {attempt} attempts", retryable=True) from error
         await asyncio.sleep(policy.delay(attempt))
+
+
+async def with_timeout(call: Coroutine[object, object, T], timeout_s: float | None) -> T:
+    """Awaits ``call``, raising :class:`asyncio.TimeoutError` after ``timeout_s`` seconds.
+
+    Uses :func:`asyncio.timeout` where available (no extra task per call, unlike ``wait_for``
+    before Python 3.12).
+    """
+    if timeout_s is None:
+        return await call
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(timeout_s):
+            return await call
+    return await asyncio.wait_for(call, timeout_s)  # pragma: no cover - Python 3.10
