@@ -1,0 +1,45 @@
+# conductor-env: `make demo` runs the main job, `make test` runs the whole suite.
+# Both install everything they need from nothing (a virtualenv in .venv, Debian packages,
+# Docker daemon and the offline sandbox image).
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.installed
+# The CPU build of PyTorch (an unpinned torch pulls several GB of CUDA packages).
+TORCH ?= torch==2.13.0
+PYTEST_ARGS ?=
+
+.PHONY: install system sandbox test test-fast demo bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "$(TORCH)"
+	$(PIP) install -q -e ".[all,dev]"
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+system:
+	bash scripts/setup_system.sh
+
+sandbox: install
+	bash scripts/setup_sandbox.sh $(PY)
+
+test: install system sandbox
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The suite without Docker or real models: seconds, for quick iterations.
+test-fast: install
+	$(PY) -m pytest -m "not docker and not slow" $(PYTEST_ARGS)
+
+demo: install sandbox
+	$(VENV)/bin/conductor-env demo
+
+bench: install sandbox
+	$(PY) benchmarks/bench_executor.py --json benchmarks/results/executor.json
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
