@@ -50,6 +50,8 @@ class ChoiceSuite(DatasetSuite):
     Problems carry the gold letter as ``answer`` and ``metadata["options"]`` in display order.
     """
 
+    blocking_verify = False  # a regex over the response: microseconds
+
     def choice_problem(self, *, problem_id: str, question: str, options: Sequence[str], gold: int, metadata: dict[str, Any]) -> Problem:
         """Builds a problem from options in display order and the gold option's index."""
         if not 2 <= len(options) <= len(LETTERS):
