@@ -1,0 +1,221 @@
+"""The ``eval``, ``report`` and ``demo`` subcommands of ``conductor-env``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any, Sequence
+
+from rich.console import Console
+
+from conductor_env.cli import UsageError
+from conductor_env.evaluation.results import RESULTS_NAME
+from conductor_env.evaluation.setup import EvalConfigError
+
+SANDBOXES = ("docker", "local", "auto")
+
+
+def output_console() -> Console:
+    """Returns the console for tables: the terminal's width, or a wide one when piped to a file."""
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
+def _policy_forms() -> str:
+    """Returns the policy spec forms on one line (from the agents' grammar)."""
+    try:
+        from conductor_env.agents import SPEC_GRAMMAR
+    except ImportError:  # pragma: no cover - the agents ship with the package
+        return "see conductor_env.agents"
+    forms = [line.split()[0] for line in SPEC_GRAMMAR.splitlines()[1:] if line.startswith("  ") and line.split() and not line.startswith("   ")]
+    return ", ".join(forms)
+
+
+def _usage(error: EvalConfigError) -> UsageError:
+    text = " ".join(str(error).split())
+    if "policy spec" in text:
+        text += f"; valid forms: {_policy_forms()}"
+    return UsageError(text)
+
+
+def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", required=True, metavar="ID", help="a Conductor gym id, e.g. Conductor-RG-v0")
+    parser.add_argument("--policy", action="append", required=True, metavar="SPEC", help="a policy spec; repeat to compare several (e.g. single:0, template:plan-solve-verify, moa:3, llm:NAME)")
+    parser.add_argument("--pool", required=True, metavar="POOL", help="a pool preset (simulated, local, ...) or a .toml file")
+    parser.add_argument("--n", type=int, default=20, metavar="N", help="problems per policy (default 20)")
+    parser.add_argument("--concurrency", type=int, default=8, metavar="C", help="episodes in flight at once (default 8)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output folder; rerunning with the same DIR resumes")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="base seed (default 0)")
+    parser.add_argument("--sandbox", choices=SANDBOXES, default=None, help="where code suites run programs (default: the suite's, auto)")
+    parser.add_argument("--samples", type=int, default=1, metavar="K", help="episodes per problem and policy (default 1)")
+    parser.add_argument("--split", default=None, help="problem split (default: the suite's)")
+    parser.add_argument("--suite-option", action="append", default=[], metavar="KEY=VALUE", help="suite option, e.g. data_files=lcb.jsonl (repeatable; JSON values allowed)")
+    parser.add_argument("--env-option", action="append", default=[], metavar="KEY=VALUE", help="env option, e.g. max_rounds=2 (repeatable; JSON values allowed)")
+    parser.add_argument("--policy-option", action="append", default=[], metavar="KEY=VALUE", help="policy option for make_policy, e.g. seed=3 (repeatable)")
+    parser.add_argument("--retry-errors", action="store_true", help="on resume, rerun episodes that ended with an infrastructure error")
+
+
+def register(subparsers: Any) -> None:
+    """Adds ``eval``, ``report`` and ``demo`` to the ``conductor-env`` command."""
+    evaluate = subparsers.add_parser(
+        "eval",
+        help="evaluate policies on a suite and a pool (resumable)",
+        description="Runs N problems per policy concurrently, appending each finished episode to DIR/results.jsonl; "
+        "rerun with the same arguments to resume. Ends with a table per policy.",
+        epilog=_policy_grammar(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_eval_arguments(evaluate)
+    evaluate.set_defaults(handler=run_eval_command)
+
+    report = subparsers.add_parser(
+        "report",
+        help="table, accuracy-vs-cost plot and workflow viewer of a results folder",
+        description="Reads DIR/results.jsonl and writes DIR/accuracy_vs_cost.png and DIR/report.html.",
+    )
+    report.add_argument("dir", metavar="DIR", help="a folder written by conductor-env eval")
+    report.add_argument("--title", default=None, help="title of the page and plot")
+    report.set_defaults(handler=run_report_command)
+
+    demo = subparsers.add_parser(
+        "demo",
+        help="a few baselines side by side on an offline suite with the local workers",
+        description="Evaluates a few baseline policies on an offline suite with the local Gemma 3 270M workers "
+        "and writes the table, the plot and the workflow viewer. Needs no network and no API key.",
+    )
+    from conductor_env.evaluation.demo import add_demo_arguments, run_demo_command
+
+    add_demo_arguments(demo)
+    demo.set_defaults(handler=run_demo_command)
+
+
+def _policy_grammar() -> str:
+    try:
+        from conductor_env.agents import SPEC_GRAMMAR
+    except ImportError:  # pragma: no cover
+        return ""
+    return SPEC_GRAMMAR
+
+
+def run_eval(
+    *,
+    env_id: str,
+    policy_specs: Sequence[str],
+    pool: str,
+    n: int,
+    concurrency: int,
+    out: str,
+    seed: int = 0,
+    sandbox: str | None = None,
+    samples: int = 1,
+    split: str | None = None,
+    suite_options: dict[str, Any] | None = None,
+    env_options: dict[str, Any] | None = None,
+    policy_options: dict[str, Any] | None = None,
+    retry_errors: bool = False,
+    show_table: bool = True,
+    console: Console | None = None,
+) -> tuple[Any, list[Any]]:
+    """Checks the arguments, runs the evaluation with a progress bar and prints the table.
+
+    Returns:
+        The :class:`~conductor_env.evaluation.runner.EvalResult` and the summaries.
+
+    Raises:
+        UsageError: For any bad argument (one line: the problem and the fix).
+    """
+    from conductor_env.evaluation.progress import RichProgress
+    from conductor_env.evaluation.runner import EvalConfig, evaluate
+    from conductor_env.evaluation.setup import build_policies, build_pool, check_env_id
+    from conductor_env.evaluation.summary import summarize, summary_table
+
+    console = console or output_console()
+    errors = Console(stderr=True)
+    try:
+        check_env_id(env_id)
+        worker_pool = build_pool(pool)
+        policies = build_policies(policy_specs, pool=worker_pool, **(policy_options or {}))
+        config = EvalConfig(
+            env_id=env_id,
+            pool=worker_pool,
+            n=n,
+            concurrency=concurrency,
+            seed=seed,
+            samples=samples,
+            sandbox=sandbox,
+            split=split,
+            suite_options=suite_options or {},
+            env_options=env_options or {},
+            retry_infra_errors=retry_errors,
+        )
+        result = evaluate(config, policies, out, progress=RichProgress(errors))
+    except EvalConfigError as error:
+        raise _usage(error) from error
+    for warning in result.warnings:
+        errors.print(f"note: {warning}", highlight=False, markup=False)
+    summaries = summarize(result.records, order=[p.name for p in policies])
+    if show_table:
+        console.print(summary_table(summaries, title=f"{env_id} · pool {worker_pool.name} · {len(result.records)} episodes"))
+    console.print(f"results: {os.path.join(out, RESULTS_NAME)}", highlight=False, markup=False)
+    return result, summaries
+
+
+def run_eval_command(args: argparse.Namespace) -> int:
+    """Handler of ``conductor-env eval``."""
+    from conductor_env.evaluation.setup import parse_option_values
+
+    try:
+        suite_options = parse_option_values(args.suite_option, "--suite-option")
+        env_options = parse_option_values(args.env_option, "--env-option")
+        policy_options = parse_option_values(args.policy_option, "--policy-option")
+    except EvalConfigError as error:
+        raise _usage(error) from error
+    run_eval(
+        env_id=args.env,
+        policy_specs=args.policy,
+        pool=args.pool,
+        n=args.n,
+        concurrency=args.concurrency,
+        out=args.out,
+        seed=args.seed,
+        sandbox=args.sandbox,
+        samples=args.samples,
+        split=args.split,
+        suite_options=suite_options,
+        env_options=env_options,
+        policy_options=policy_options,
+        retry_errors=args.retry_errors,
+    )
+    print(f"next: conductor-env report {args.out}   (plot and workflow viewer)")
+    return 0
+
+
+def print_report(folder: str, *, title: str | None = None, console: Console | None = None) -> Any:
+    """Builds the report of a results folder and prints its table and file paths.
+
+    Raises:
+        UsageError: When the folder holds no results.
+    """
+    from conductor_env.evaluation.report import EmptyResultsError, build_report
+    from conductor_env.evaluation.summary import summary_table
+
+    console = console or output_console()
+    try:
+        report = build_report(folder, title=title)
+    except FileNotFoundError as error:
+        raise UsageError(f"no {RESULTS_NAME} in {folder!r}; run conductor-env eval --out {folder} ... first") from error
+    except EmptyResultsError as error:
+        raise UsageError(f"{error}; wait for conductor-env eval to finish an episode") from error
+    for note in report.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
+    console.print(summary_table(report.summaries, title=f"{len(report.records)} episodes"))
+    if report.plot_path is not None:
+        console.print(f"plot:   {report.plot_path}", highlight=False, markup=False)
+    console.print(f"viewer: {report.html_path}", highlight=False, markup=False)
+    return report
+
+
+def run_report_command(args: argparse.Namespace) -> int:
+    """Handler of ``conductor-env report``."""
+    print_report(args.dir, title=args.title)
+    return 0

@@ -1,0 +1,188 @@
+"""Per-policy statistics of a results file and the table that shows them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from rich.table import Table
+
+#: z for a two-sided 95% interval.
+Z_95 = 1.959963984540054
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
+    """Returns the Wilson score interval of a binomial proportion.
+
+    Unlike the normal approximation it stays inside [0, 1] and is sensible for small ``trials``
+    and proportions near 0 or 1.
+
+    Args:
+        successes: Correct episodes.
+        trials: Scored episodes.
+        z: The normal quantile (1.96 for 95%).
+
+    Returns:
+        ``(low, high)``; ``(0.0, 1.0)`` when there are no trials.
+    """
+    if trials <= 0:
+        return 0.0, 1.0
+    p = successes / trials
+    denominator = 1.0 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denominator
+    half = z * math.sqrt(p * (1.0 - p) / trials + z * z / (4 * trials * trials)) / denominator
+    # The interval always contains p; clamping also removes rounding error at p = 0 or 1.
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
+
+
+@dataclass(frozen=True)
+class PolicySummary:
+    """The statistics of one policy on one env and pool.
+
+    Attributes:
+        policy: The policy's name.
+        env_id: The gym id.
+        pool: The pool's name.
+        episodes: All recorded episodes.
+        scored: Episodes without an infrastructure error (the accuracy's denominator).
+        correct: Correct scored episodes.
+        accuracy: ``correct / scored`` (0 when nothing was scored).
+        ci_low: Lower end of the 95% Wilson interval.
+        ci_high: Upper end of the 95% Wilson interval.
+        mean_tokens: Worker tokens per episode (all episodes).
+        mean_usd: Worker spend per episode in USD (all episodes).
+        mean_latency_s: Episode wall time in seconds (all episodes).
+        parse_errors: Scored episodes whose workflow did not parse.
+        parse_error_rate: ``parse_errors / scored``.
+        infra_errors: Episodes cut short by a worker failure (not scored).
+    """
+
+    policy: str
+    env_id: str
+    pool: str
+    episodes: int
+    scored: int
+    correct: int
+    accuracy: float
+    ci_low: float
+    ci_high: float
+    mean_tokens: float
+    mean_usd: float
+    mean_latency_s: float
+    parse_errors: int
+    parse_error_rate: float
+    infra_errors: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Returns a JSON-friendly copy."""
+        return dict(self.__dict__)
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def summarize(records: Iterable[dict[str, Any]], *, order: Sequence[str] | None = None) -> list[PolicySummary]:
+    """Aggregates results records per (env id, pool, policy).
+
+    Episodes with an ``infra_error`` count in ``episodes``, costs and ``infra_errors`` but not in
+    the accuracy: a worker outage says nothing about the policy. A workflow that did not parse
+    counts as a wrong answer (it is the policy's fault).
+
+    Args:
+        records: Results records.
+        order: Policy names in the order to list them (others follow in order of first
+            appearance); ``None``: order of first appearance.
+
+    Returns:
+        One summary per group.
+    """
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for record in records:
+        groups.setdefault((str(record.get("env_id", "")), str(record.get("pool", "")), str(record.get("policy", ""))), []).append(record)
+    rank = {name: i for i, name in enumerate(order or [])}
+    keys = sorted(groups, key=lambda k: (k[0], k[1], rank.get(k[2], len(rank))))  # stable for ties
+    summaries = []
+    for env_id, pool, policy in keys:
+        group = groups[(env_id, pool, policy)]
+        scored = [r for r in group if not r.get("infra_error")]
+        correct = sum(1 for r in scored if r.get("correct"))
+        parse_errors = sum(1 for r in scored if r.get("parse_error"))
+        low, high = wilson_interval(correct, len(scored))
+        summaries.append(
+            PolicySummary(
+                policy=policy,
+                env_id=env_id,
+                pool=pool,
+                episodes=len(group),
+                scored=len(scored),
+                correct=correct,
+                accuracy=correct / len(scored) if scored else 0.0,
+                ci_low=low,
+                ci_high=high,
+                mean_tokens=_mean([float(r.get("tokens") or 0) for r in group]),
+                mean_usd=_mean([float(r.get("cost_usd") or 0.0) for r in group]),
+                mean_latency_s=_mean([float(r.get("wall_s") or 0.0) for r in group]),
+                parse_errors=parse_errors,
+                parse_error_rate=parse_errors / len(scored) if scored else 0.0,
+                infra_errors=len(group) - len(scored),
+            )
+        )
+    return summaries
+
+
+def format_usd(value: float) -> str:
+    """Formats a dollar amount with enough digits for sub-cent episode costs."""
+    if value == 0:
+        return "$0"
+    if value >= 1:
+        return f"${value:,.2f}"
+    return f"${value:.2g}" if value < 1e-4 else f"${value:.4f}"
+
+
+def summary_table(summaries: Sequence[PolicySummary], *, title: str | None = None) -> Table:
+    """Builds the results table (env and pool columns appear only when they vary).
+
+    Args:
+        summaries: From :func:`summarize`.
+        title: Table title.
+
+    Returns:
+        A :class:`rich.table.Table`.
+    """
+    show_env = len({s.env_id for s in summaries}) > 1
+    show_pool = len({s.pool for s in summaries}) > 1
+    table = Table(title=title, title_justify="left", caption="tokens, USD and latency are means per episode", caption_justify="left")
+    if show_env:
+        table.add_column("env")
+    if show_pool:
+        table.add_column("pool")
+    table.add_column("policy", style="bold", no_wrap=True)
+    table.add_column("n", justify="right", no_wrap=True)
+    table.add_column("accuracy", justify="right", no_wrap=True)
+    table.add_column("95% CI", justify="right", no_wrap=True)
+    table.add_column("tokens", justify="right", no_wrap=True)
+    table.add_column("USD", justify="right", no_wrap=True)
+    table.add_column("latency", justify="right", no_wrap=True)
+    table.add_column("parse err", justify="right", no_wrap=True)
+    table.add_column("infra err", justify="right", no_wrap=True)
+    for s in summaries:
+        cells = []
+        if show_env:
+            cells.append(s.env_id)
+        if show_pool:
+            cells.append(s.pool)
+        cells += [
+            s.policy,
+            str(s.scored),
+            f"{100 * s.accuracy:.1f}%",
+            f"{100 * s.ci_low:.1f}-{100 * s.ci_high:.1f}",
+            f"{s.mean_tokens:,.0f}",
+            format_usd(s.mean_usd),
+            f"{s.mean_latency_s:.2f}s",
+            f"{100 * s.parse_error_rate:.0f}%",
+            str(s.infra_errors),
+        ]
+        table.add_row(*cells)
+    return table
