@@ -118,41 +118,39 @@ def extract_code(text: str, *, language: str = "python") -> str | None:
 _BOX_COMMAND = re.compile(r"\\(?:boxed|fbox|framebox)(?![A-Za-z])")
 
 
-def _balanced_group(text: str, start: int) -> str | None:
-    """Returns the content of the brace group opening at ``text[start] == "{"``, or None."""
-    depth = 0
-    i = start
-    while i < len(text):
-        char = text[i]
-        if char == "\\":
-            i += 2  # an escaped character (\{, \}, \\) never opens or closes a group
-            continue
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start + 1 : i]
-        i += 1
-    return None
+_BRACE_TOKEN = re.compile(r"\\.|[{}]", re.DOTALL)
+_BARE_BOX = re.compile(r"[^\s${}]+")
 
 
 def _box_contents(text: str) -> list[tuple[int, str]]:
-    """All ``\\boxed`` answers with their positions, in order; unbalanced ones are skipped."""
+    """All ``\\boxed`` answers with their positions, in order; unbalanced ones are skipped.
+
+    One pass over the braces (escaped ones, ``\\{``, never count), so a response full of
+    unclosed boxes costs linear time, not a scan to the end per box.
+    """
     found: list[tuple[int, str]] = []
+    opening_of: dict[int, int] = {}  # index of a box's "{" -> index of its command
     for match in _BOX_COMMAND.finditer(text):
         rest = match.end()
         while rest < len(text) and text[rest] in " \t":
             rest += 1
         if rest < len(text) and text[rest] == "{":
-            content = _balanced_group(text, rest)
-        else:
+            opening_of[rest] = match.start()
+        elif rest > match.end():
             # "\boxed 5" (no braces): the answer runs to the next space or "$".
-            bare = re.match(r"[^\s${}]+", text[rest:]) if rest > match.end() else None
-            content = bare.group(0) if bare else None
-        if content is not None and content.strip():
-            found.append((match.start(), content.strip()))
-    return found
+            bare = _BARE_BOX.match(text, rest)
+            if bare:
+                found.append((match.start(), bare.group(0)))
+    if opening_of:
+        stack: list[int] = []
+        for token in _BRACE_TOKEN.finditer(text):
+            if token.group() == "{":
+                stack.append(token.start())
+            elif token.group() == "}" and stack:
+                start = stack.pop()
+                if start in opening_of:
+                    found.append((opening_of[start], text[start + 1 : token.start()]))
+    return sorted((position, content.strip()) for position, content in found if content.strip())
 
 
 def extract_boxed(text: str) -> str | None:
@@ -186,19 +184,21 @@ def _letter_pattern(choices: str) -> str:
     return (
         rf"(?:\((?P<paren>[{upper}{lower}])\)"  # (C) or (c)
         rf"|\[(?P<bracket>[{upper}])\]"  # [C]
-        rf"|(?P<bare>[{upper}])(?![A-Za-z0-9'])(?!\s+(?!{_AFTER_LETTER_OK})[a-z]))"
+        rf"|(?P<bare>[{upper}])(?![A-Za-z0-9'])(?!\s{{1,8}}(?!{_AFTER_LETTER_OK})[a-z]))"
     )
 
 
 def _explicit_statements(text: str, choices: str) -> list[tuple[int, str]]:
     """``Answer: X``-style statements and boxed letters, with their positions."""
     letter = _letter_pattern(choices)
+    # Bounded repetitions only: nested unbounded runs of the same characters backtrack
+    # catastrophically on inputs such as "answer" followed by thousands of spaces.
     phrase = re.compile(
-        r"\b(?i:answer|final\s+choice|correct\s+(?:option|choice))\b"
-        r"(?:\s+(?i:is|would\s+be|should\s+be|must\s+be|will\s+be|then\s+is))?"
-        r"[ \t]*(?:[:=][ \t]*)?(?:\n[ \t]*)?"
-        r"[\*_ \t]*(?:\$\s*)?(?:\\(?:boxed|textbf|text)\{\s*)?"
-        r"(?i:(?:option|choice)\s+)?"
+        r"\b(?i:answer|final\s{1,4}choice|correct\s{1,4}(?:option|choice))\b"
+        r"(?:\s{1,8}(?i:is|would\s{1,4}be|should\s{1,4}be|must\s{1,4}be|will\s{1,4}be|then\s{1,4}is))?"
+        r"[\s:=*_$]{0,16}"
+        r"(?:\\(?:boxed|textbf|text)\{\s{0,4})?"
+        r"(?i:(?:option|choice)\s{1,4})?"
         + letter
     )
     statements: list[tuple[int, str]] = []

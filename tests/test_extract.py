@@ -191,3 +191,31 @@ def test_extract_code_none(text: str) -> None:
 def test_extract_code_other_language() -> None:
     text = "```python\nprint(1)\n```\n```c++\nint main() {}\n```"
     assert extract_code(text, language="cpp") == "int main() {}\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Hostile inputs: a worker's output is untrusted and may be huge or degenerate
+# --------------------------------------------------------------------------------------------
+
+HOSTILE = {
+    "spaces after a keyword": "answer" + " " * 20000 + "x",
+    "keyword repeated": "answer: " * 5000,
+    "unclosed boxes": "\\boxed{" * 5000,
+    "stray closing braces": "\\boxed{1}" + "}" * 30000,
+    "bare boxes": "\\boxed 1 " * 5000,
+    "article runs": ("A" + " " * 50) * 2000,
+    "open parentheses": "(" * 20000,
+    "fences": "```\n" * 5000,
+    "deep nesting": "\\boxed{" + "{" * 10000 + "}" * 10000 + "}",
+}
+
+
+@pytest.mark.timeout(60)  # a hang guard: these took minutes with backtracking-prone patterns
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_extractors_survive_hostile_inputs(name: str) -> None:
+    text = HOSTILE[name]
+    extract_choice(text)
+    extract_boxed(text)
+    extract_code(text)
+    assert extract_boxed(HOSTILE["stray closing braces"]) == "1"
+    assert extract_boxed(HOSTILE["bare boxes"]) == "1"
