@@ -149,7 +149,7 @@ class GPQASuite(ChoiceSuite):
             gold=order.index(0),
             metadata={
                 "subdomain": lowered.get("subdomain"),
-                "domain": lowered.get("high-level domain"),
+                "high_level_domain": lowered.get("high-level domain"),
                 "permutation": order,
                 "source": "gpqa",
             },
