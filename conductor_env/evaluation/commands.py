@@ -75,6 +75,7 @@ def register(subparsers: Any) -> None:
     )
     report.add_argument("dir", metavar="DIR", help="a folder written by conductor-env eval")
     report.add_argument("--title", default=None, help="title of the page and plot")
+    report.add_argument("--screenshot", default=None, metavar="PNG", help="also save a screenshot of the viewer (needs chromium)")
     report.set_defaults(handler=run_report_command)
 
     demo = subparsers.add_parser(
@@ -217,5 +218,15 @@ def print_report(folder: str, *, title: str | None = None, console: Console | No
 
 def run_report_command(args: argparse.Namespace) -> int:
     """Handler of ``conductor-env report``."""
-    print_report(args.dir, title=args.title)
+    report = print_report(args.dir, title=args.title)
+    if args.screenshot:
+        from conductor_env.evaluation.browser import BrowserError, render_page
+
+        try:
+            rendered = render_page(report.html_path, screenshot=args.screenshot)
+        except BrowserError as error:
+            raise UsageError(f"{error}; or leave out --screenshot") from error
+        for problem in rendered.errors:
+            print(f"viewer script error: {problem}")
+        print(f"screenshot: {rendered.screenshot}")
     return 0

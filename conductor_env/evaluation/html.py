@@ -45,7 +45,7 @@ def render_report_html(
     """Returns the viewer page as a string.
 
     Args:
-        records: Results records (one episode each).
+        records: Results records (one episode each); shown problem by problem.
         summaries: The per-policy statistics shown at the top.
         title: Page title.
         plot_png: An accuracy-versus-cost PNG to inline at the top (optional).
@@ -53,7 +53,10 @@ def render_report_html(
     Returns:
         A complete HTML document.
     """
-    episodes = [{k: record.get(k) for k in VIEWER_FIELDS} for record in records]
+    rank = {s.policy: i for i, s in enumerate(summaries)}
+    # Problem-major, so the policies' episodes on one problem sit next to each other.
+    ordered = sorted(records, key=lambda r: (int(r.get("problem_index") or 0), int(r.get("sample") or 0), rank.get(str(r.get("policy")), len(rank))))
+    episodes = [{k: record.get(k) for k in VIEWER_FIELDS} for record in ordered]
     data = {"episodes": episodes, "summaries": [s.to_dict() for s in summaries]}
     image = (
         f'<img class="plot" alt="accuracy versus cost" src="data:image/png;base64,{base64.b64encode(plot_png).decode("ascii")}">'

@@ -22,7 +22,8 @@ def plot_accuracy_vs_cost(summaries: Sequence[PolicySummary], path: str | os.Pat
     than a factor of :data:`LOG_SPREAD`. Error bars are the Wilson 95% intervals.
 
     Args:
-        summaries: From :func:`~conductor_env.evaluation.summary.summarize` (one point each).
+        summaries: From :func:`~conductor_env.evaluation.summary.summarize` (one point each;
+            policies without a scored episode are left out).
         path: The PNG file to write.
         title: Figure title (default: the env and pool).
 
@@ -39,6 +40,7 @@ def plot_accuracy_vs_cost(summaries: Sequence[PolicySummary], path: str | os.Pat
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    summaries = [s for s in summaries if s.scored > 0]  # a policy with no scored episode has no accuracy
     use_usd = any(s.mean_usd > 0 for s in summaries)
     xs = [s.mean_usd if use_usd else s.mean_tokens for s in summaries]
     ys = [100 * s.accuracy for s in summaries]
@@ -63,6 +65,7 @@ def plot_accuracy_vs_cost(summaries: Sequence[PolicySummary], path: str | os.Pat
         elif xs:
             span = (max(xs) - min(xs)) or max(abs(max(xs)), 1e-12)
             axes.set_xlim(min(xs) - 0.15 * span, max(xs) + 0.15 * span)
+            axes.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4))
         if summaries:
             axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=9, frameon=False, title="policy: accuracy")
         axes.set_ylim(-2, 102)

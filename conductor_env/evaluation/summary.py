@@ -176,12 +176,12 @@ def summary_table(summaries: Sequence[PolicySummary], *, title: str | None = Non
         cells += [
             s.policy,
             str(s.scored),
-            f"{100 * s.accuracy:.1f}%",
-            f"{100 * s.ci_low:.1f}-{100 * s.ci_high:.1f}",
+            f"{100 * s.accuracy:.1f}%" if s.scored else "-",
+            f"{100 * s.ci_low:.1f}-{100 * s.ci_high:.1f}" if s.scored else "-",
             f"{s.mean_tokens:,.0f}",
             format_usd(s.mean_usd),
             f"{s.mean_latency_s:.2f}s",
-            f"{100 * s.parse_error_rate:.0f}%",
+            f"{100 * s.parse_error_rate:.0f}%" if s.scored else "-",
             str(s.infra_errors),
         ]
         table.add_row(*cells)

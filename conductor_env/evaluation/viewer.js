@@ -177,13 +177,13 @@
       panel.show(steps[steps.length - 1]);  // the step whose response is the answer
     } else {
       var why = round.parse_error ? "The workflow did not parse (" + round.parse_error + "): " + (round.parse_detail || "") : (round.reason || "No steps.");
-      block.appendChild(el("div", { cls: "noparse", text: why }));
+      block.appendChild(el("div", { cls: round.parse_error ? "noparse" : "nosteps", text: why }));
     }
     if (round.parse_error || !g) {
       block.appendChild(el("details", {}, [el("summary", { text: "What the policy wrote" }), el("pre", { text: round.action || "" })]));
     }
     (round.frames || []).forEach(function (frame, k) {
-      var sub = roundBlock({ workflow: frame.workflow, trace: frame.trace, frames: [] }, ep, "Self-call frame " + (k + 1) + " (depth " + frame.depth + ")", { key: "frame", label: "frame answer" });
+      var sub = roundBlock({ workflow: frame.workflow, trace: frame.trace, frames: [] }, ep, "Self-call frame " + (k + 1) + " (depth " + frame.depth + ")", { key: "frame", label: "answer" });
       block.appendChild(sub);
     });
     return block;
@@ -220,9 +220,10 @@
     table.appendChild(el("thead", {}, [el("tr", {}, head.map(function (h) { return el("th", { text: h }); }))]));
     var tbody = el("tbody");
     summaries.forEach(function (s) {
-      var cells = [s.policy, s.env_id, s.pool, String(s.scored), pct(s.accuracy),
-        (100 * s.ci_low).toFixed(1) + "\u2013" + (100 * s.ci_high).toFixed(1), Math.round(s.mean_tokens).toLocaleString("en"),
-        usd(s.mean_usd), s.mean_latency_s.toFixed(2) + "s", pct(s.parse_error_rate), String(s.infra_errors)];
+      var scored = s.scored > 0;
+      var cells = [s.policy, s.env_id, s.pool, String(s.scored), scored ? pct(s.accuracy) : "\u2013",
+        scored ? (100 * s.ci_low).toFixed(1) + "\u2013" + (100 * s.ci_high).toFixed(1) : "\u2013", Math.round(s.mean_tokens).toLocaleString("en"),
+        usd(s.mean_usd), s.mean_latency_s.toFixed(2) + "s", scored ? pct(s.parse_error_rate) : "\u2013", String(s.infra_errors)];
       tbody.appendChild(el("tr", {}, cells.map(function (c) { return el("td", { text: c }); })));
     });
     table.appendChild(tbody);
@@ -272,8 +273,25 @@
       document.body.setAttribute("data-rendered", String(shown.length));
     }
 
-    [policySelect, verdictSelect].forEach(function (s) { s.addEventListener("change", function () { page = 0; render(); }); });
-    search.addEventListener("input", function () { page = 0; render(); });
+    // Filters live in the address (#policy=...&verdict=...&q=...), so a view can be shared.
+    function readHash() {
+      var params = new URLSearchParams(window.location.hash.slice(1));
+      if (params.has("policy") && policies.indexOf(params.get("policy")) >= 0) policySelect.value = params.get("policy");
+      if (params.has("verdict")) verdictSelect.value = params.get("verdict");
+      if (params.has("q")) search.value = params.get("q");
+    }
+    function writeHash() {
+      var params = new URLSearchParams();
+      if (policySelect.value) params.set("policy", policySelect.value);
+      if (verdictSelect.value) params.set("verdict", verdictSelect.value);
+      if (search.value.trim()) params.set("q", search.value.trim());
+      var hash = params.toString();
+      if (history.replaceState) history.replaceState(null, "", hash ? "#" + hash : window.location.pathname);
+    }
+    function changed() { page = 0; writeHash(); render(); }
+    [policySelect, verdictSelect].forEach(function (s) { s.addEventListener("change", changed); });
+    search.addEventListener("input", changed);
+    readHash();
     render();
   }
 
