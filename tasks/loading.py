@@ -28,7 +28,7 @@ from typing import IO, Any, Mapping, Sequence, Union
 
 from conductor_env.tasks.registry import SuiteError
 
-__all__ = ["DataFiles", "hub_offline", "load_rows", "read_data_files"]
+__all__ = ["DataFiles", "ensure_hub_reachable", "hub_help", "hub_offline", "load_rows", "read_data_files"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: One path, several paths, or a mapping from split name to path(s).
@@ -74,6 +74,33 @@ def _probe_hub() -> str | None:
         problem = f"{endpoint} is unreachable ({type(error).__name__}: {error or 'no answer'})"
     _probe_cache[endpoint] = (time.monotonic(), problem)
     return problem
+
+
+def ensure_hub_reachable(what: str, *, dataset: str, env_id: str | None = None, gated: bool = False) -> None:
+    """Fails fast when the hub cannot be reached, instead of letting ``datasets`` retry.
+
+    Skipped when the hub libraries are in offline mode (they then read only their cache).
+
+    Args:
+        what: What is being loaded, for the message (e.g. ``"cais/mmlu (config 'all')"``).
+        dataset: The hub id, for the help text.
+        env_id: The gym id, for the help text.
+        gated: Whether to explain authentication too.
+
+    Raises:
+        SuiteError: Naming ``what``, why the hub is unreachable, ``data_files`` and
+            ``HF_HUB_OFFLINE``.
+    """
+    if hub_offline() and _library_offline():
+        return
+    problem = _probe_hub()
+    if problem:
+        raise SuiteError(f"cannot load {what} from the Hugging Face hub: {problem}. " + hub_help(dataset, env_id, gated))
+
+
+def hub_help(dataset: str, env_id: str | None = None, gated: bool = False) -> str:
+    """The advice appended to hub failures: local files, ``HF_HUB_OFFLINE``, authentication."""
+    return _hub_help(dataset, env_id, gated)
 
 
 def _hub_help(dataset: str, env_id: str | None, gated: bool) -> str:
@@ -137,11 +164,7 @@ def _load_from_hub(
     dataset: str, *, config: str | None, split: str, revision: str | None, gated: bool, env_id: str | None
 ) -> list[dict[str, Any]]:
     name = dataset + (f" (config {config!r}, split {split!r})" if config else f" (split {split!r})")
-    if not (hub_offline() and _library_offline()):
-        problem = _probe_hub()
-        if problem:
-            raise SuiteError(f"cannot load {name} from the Hugging Face hub: {problem}. "
-                             + _hub_help(dataset, env_id, gated))
+    ensure_hub_reachable(name, dataset=dataset, env_id=env_id, gated=gated)
     try:
         import datasets
     except ImportError as error:  # pragma: no cover - datasets is a dependency
