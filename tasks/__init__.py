@@ -23,6 +23,7 @@ BUILTIN_SUITES = {
     "aime": ("conductor_env.tasks.math_suites:AIMESuite", "AIME"),
     "gpqa": ("conductor_env.tasks.choice:GPQASuite", "GPQA"),
     "mmlu": ("conductor_env.tasks.choice:MMLUSuite", "MMLU"),
+    "rlpr": ("conductor_env.tasks.rlpr:RLPRSuite", "RLPR"),
     "mix": ("conductor_env.tasks.mix:MixSuite", "Mix"),
 }
 
