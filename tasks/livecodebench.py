@@ -39,7 +39,7 @@ from conductor_env.sandboxes.base import Limits
 from conductor_env.tasks.base import Problem, Score
 from conductor_env.tasks.extract import extract_code
 from conductor_env.tasks.registry import SuiteError
-from conductor_env.tasks.sandboxed import SandboxedSuite, SandboxRef, summarize_report
+from conductor_env.tasks.sandboxed import SandboxedSuite, SandboxRef, run_until_failure, summarize_report
 
 __all__ = [
     "DEFAULT_VERSION",
@@ -371,6 +371,9 @@ class LiveCodeBenchSuite(SandboxedSuite):
         sandbox: A sandbox name for :func:`conductor_env.sandboxes.get_sandbox` (``"auto"``,
             ``"docker"``, ``"local"``) or a :class:`Sandbox` instance (not closed by the suite).
         limits: :class:`Limits` (or a dict of its fields) per test; default the sandbox's.
+        early_stop: Stop at the first failing test, as LiveCodeBench does (tests run in
+            batches of doubling size; ``score`` then counts the tests not run as failed). With
+            ``False`` every test runs and ``score`` is the full pass fraction.
 
     Splits: ``"test"`` holds every selected problem.
 
@@ -395,8 +398,10 @@ class LiveCodeBenchSuite(SandboxedSuite):
         revision: str | None = None,
         sandbox: SandboxRef = "auto",
         limits: Limits | Mapping[str, Any] | None = None,
+        early_stop: bool = True,
     ) -> None:
         super().__init__(sandbox=sandbox, limits=limits)
+        self.early_stop = early_stop
         self.version = version or DEFAULT_VERSION
         self.start_date = _parse_date(start_date, "start_date")
         self.end_date = _parse_date(end_date, "end_date")
@@ -498,14 +503,18 @@ class LiveCodeBenchSuite(SandboxedSuite):
         if not tests:
             return Score(False, 0.0, "the problem has no tests")
         kind = problem.metadata.get("kind", "stdin")
-        report = self.sandbox().run_tests(
-            build_program(code),
-            [{"input": test["input"], "output": test["output"]} for test in tests],
-            kind=kind,
-            limits=self.limits,
-            func_name=problem.metadata.get("func_name") if kind == "functional" else None,
-        )
-        return summarize_report(report)
+        options = {
+            "kind": kind,
+            "limits": self.limits,
+            "func_name": problem.metadata.get("func_name") if kind == "functional" else None,
+        }
+        jobs = [{"input": test["input"], "output": test["output"]} for test in tests]
+        program = build_program(code)
+        if self.early_stop:
+            report = run_until_failure(self.sandbox(), program, jobs, **options)
+        else:
+            report = self.sandbox().run_tests(program, jobs, **options)
+        return summarize_report(report, total=len(jobs))
 
     def reference_response(self, problem: Problem) -> str | None:
         """LiveCodeBench ships no reference solutions: ``None``."""
@@ -576,16 +585,10 @@ class _HubRows(_RowSource):
     """
 
     def __init__(self, files: list[str], version: str, revision: str | None) -> None:
-        # The probe and the help text are the loading module's, so every suite fails alike.
-        from conductor_env.tasks.loading import _hub_help, _probe_hub, hub_offline
+        from conductor_env.tasks.loading import ensure_hub_reachable, hub_help, hub_offline
 
         where = f"{HUB_DATASET} ({version}: {', '.join(files)})"
-        if not hub_offline():
-            problem = _probe_hub()
-            if problem:
-                raise SuiteError(
-                    f"cannot load {where} from the Hugging Face hub: {problem}. " + _hub_help(HUB_DATASET, ENV_ID, False)
-                )
+        ensure_hub_reachable(where, dataset=HUB_DATASET, env_id=ENV_ID)
         try:
             import datasets
             from huggingface_hub import hf_hub_download
@@ -597,7 +600,7 @@ class _HubRows(_RowSource):
             message = str(error).split("\n")[0][:300]
             raise SuiteError(
                 f"cannot load {where} from the Hugging Face hub{offline_note}: {type(error).__name__}: {message}. "
-                + _hub_help(HUB_DATASET, ENV_ID, False)
+                + hub_help(HUB_DATASET, ENV_ID)
             ) from error
         columns = set(table.column_names)
         self._table = table.remove_columns(["private_test_cases"]) if "private_test_cases" in columns else table

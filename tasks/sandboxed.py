@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Mapping, Union
+from typing import Any, Mapping, Sequence, Union
 
 from conductor_env.sandboxes.base import Limits, Report, Sandbox, TestResult
 from conductor_env.tasks.base import Score, TaskSuite
 from conductor_env.tasks.registry import SuiteError
 
-__all__ = ["SandboxRef", "SandboxedSuite", "resolve_limits", "summarize_report"]
+__all__ = ["SandboxRef", "SandboxedSuite", "resolve_limits", "run_until_failure", "summarize_report"]
 
 #: A sandbox name for :func:`conductor_env.sandboxes.get_sandbox`, or a sandbox instance.
 SandboxRef = Union[str, Sandbox]
@@ -40,11 +40,13 @@ def _failure_detail(result: TestResult) -> str:
     return stderr_lines[-1].strip() if stderr_lines else ""
 
 
-def summarize_report(report: Report) -> Score:
+def summarize_report(report: Report, total: int | None = None) -> Score:
     """Turns a sandbox report into a score.
 
     Args:
         report: The sandbox's report on one program.
+        total: How many tests the problem has, when the report covers only the first ones (a
+            run stopped at a failure); tests not run count as not passed.
 
     Returns:
         ``correct`` when every test passed; ``score`` the fraction passed; ``reason``
@@ -53,15 +55,57 @@ def summarize_report(report: Report) -> Score:
     """
     if report.error is not None:
         return Score(False, 0.0, f"sandbox error: {report.error}"[:_MAX_REASON])
-    total = len(report.tests)
+    total = max(total or 0, len(report.tests))
     if total == 0:
         return Score(False, 0.0, "no tests ran")
+    passed = sum(result.verdict == "pass" for result in report.tests)
     for number, result in enumerate(report.tests, start=1):
         if result.verdict != "pass":
             reason = f"test {number}/{total}: {result.verdict}"
             detail = _failure_detail(result)
-            return Score(False, report.pass_fraction, (f"{reason}: {detail}" if detail else reason)[:_MAX_REASON])
+            return Score(False, passed / total, (f"{reason}: {detail}" if detail else reason)[:_MAX_REASON])
+    if passed < total:
+        return Score(False, passed / total, f"only {passed}/{total} tests ran")
     return Score(True, 1.0, f"passed {total}/{total} tests")
+
+
+def run_until_failure(
+    sandbox: Sandbox,
+    program: str,
+    tests: Sequence[Mapping[str, Any]],
+    *,
+    first_batch: int = 1,
+    **options: Any,
+) -> Report:
+    """Runs the tests in batches of doubling size and stops after the first batch with a failure.
+
+    LiveCodeBench stops grading at the first failing test; a wrong program that times out would
+    otherwise spend the wall-clock limit on every remaining test. Batches keep the sandbox's
+    per-job cost low for programs that pass (``1 + log2(n)`` jobs for ``n`` tests).
+
+    Args:
+        sandbox: Where to run.
+        program: The program.
+        tests: All tests, in grading order.
+        first_batch: Size of the first batch.
+        **options: Passed to :meth:`Sandbox.run_tests` (``kind``, ``limits``, ``func_name``).
+
+    Returns:
+        A report on the tests that ran (all of them when everything passed), or the first
+        sandbox error.
+    """
+    results: list[TestResult] = []
+    start, size = 0, max(1, first_batch)
+    while start < len(tests):
+        report = sandbox.run_tests(program, tests[start : start + size], **options)
+        if report.error is not None:
+            return report
+        results.extend(report.tests)
+        if any(result.verdict != "pass" for result in report.tests):
+            break
+        start += size
+        size *= 2
+    return Report(tests=tuple(results))
 
 
 class SandboxedSuite(TaskSuite):

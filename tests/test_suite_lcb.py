@@ -16,7 +16,8 @@ import gymnasium as gym
 import pytest
 
 import conductor_env  # noqa: F401  (registers the gym ids)
-from conductor_env.tasks import SuiteError, get_suite
+from conductor_env.sandboxes import docker_available, get_sandbox
+from conductor_env.tasks import SuiteError
 from conductor_env.tasks.livecodebench import (
     LCB_IMPORT_HEADER,
     LiveCodeBenchSuite,
@@ -83,9 +84,28 @@ RIGHT = {
 }
 
 
+BACKENDS = [pytest.param("local", id="local"), pytest.param("docker", id="docker", marks=pytest.mark.docker)]
+
+
 @pytest.fixture(scope="module")
 def suite() -> LiveCodeBenchSuite:
+    """The fixture problems, for tests that never reach a sandbox."""
     return LiveCodeBenchSuite(data_files=str(SAMPLE), sandbox="local")
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def sandbox(request):
+    if request.param == "docker" and (why := docker_available()):
+        pytest.skip(why)
+    box = get_sandbox(request.param)
+    yield box
+    box.close()
+
+
+@pytest.fixture(scope="module")
+def graded(sandbox) -> LiveCodeBenchSuite:
+    """The fixture problems, graded in each sandbox backend."""
+    return LiveCodeBenchSuite(data_files=str(SAMPLE), sandbox=sandbox)
 
 
 def problem(suite: LiveCodeBenchSuite, problem_id: str):
@@ -325,3 +345,113 @@ def test_answers_without_a_code_block_score_zero(suite):
     score = suite.verify(problem(suite, "fixture901_a"), "The answer is to add the numbers.")
     assert (score.correct, score.score, score.reason) == (False, 0.0, "no code block")
     assert suite.reference_response(problem(suite, "fixture901_a")) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Grading in the sandbox, as LiveCodeBench grades
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("problem_id", list(RIGHT))
+def test_right_answers_pass_every_test(graded, problem_id):
+    target = problem(graded, problem_id)
+    score = graded.verify(target, fenced(RIGHT[problem_id]))
+    total = len(graded.tests_for(target))
+    assert (score.correct, score.score, score.reason) == (True, 1.0, f"passed {total}/{total} tests")
+
+
+@pytest.mark.parametrize("problem_id", list(RIGHT))
+def test_wrong_responses_fail(graded, problem_id):
+    target = problem(graded, problem_id)
+    score = graded.verify(target, graded.wrong_response(target))
+    assert not score.correct and score.score < 1.0
+    assert score.reason.startswith("test 1/")
+
+
+@pytest.mark.parametrize(
+    ("printed", "passes"),
+    [
+        ("print(0, 0.5)", True),  # 0.5 == 0.50 as decimals
+        ("print('0', '0.500000')", True),
+        ("print('  0   0.50  ')", True),  # whitespace around and between tokens
+        ("print(0.0, 0.5)", True),  # 0.0 == 0 as decimals
+        ("print(0, 0.5000001)", False),  # no tolerance: LiveCodeBench compares exactly
+        ("print('0 0.50 1')", False),  # an extra token
+        ("print(0)\nprint(0.5)", False),  # two lines where one is expected
+        ("print('zero 0.50')", False),
+    ],
+)
+def test_decimal_token_comparison(graded, printed, passes):
+    mean = problem(graded, "9001_B")
+    code = "import sys\nsys.stdin.read()\n" + printed
+    report = graded.sandbox().run_tests(
+        LCB_IMPORT_HEADER + code, [mean.tests[0]], kind="stdin"
+    )
+    assert report.passed is passes, report
+
+
+def test_functional_calls_follow_leetcode_rules(graded):
+    pair = problem(graded, "3901")
+    # A list return passes as well as a tuple; a wrong pair fails at its test.
+    as_list = RIGHT["3901"].replace("return (seen[target - x], j)", "return [seen[target - x], j]")
+    assert graded.verify(pair, fenced(as_list)).correct
+    reversed_pair = RIGHT["3901"].replace("return (seen[target - x], j)", "return [j, seen[target - x]]")
+    score = graded.verify(pair, fenced(reversed_pair))
+    assert not score.correct and "test 1/4: wrong" in score.reason
+    # A missing method is a runtime error, not a crash of the grader.
+    renamed = RIGHT["3901"].replace("def pairWithTarget", "def pair_with_target")
+    assert "runtime_error" in graded.verify(pair, fenced(renamed)).reason
+
+
+def test_failures_on_private_tests_count(graded):
+    sum_problem = problem(graded, "fixture901_a")
+    # Right on both public tests, wrong on the private ones (which add to 300 and -15).
+    cheat = "a, b = map(int, input().split())\nprint(8 if (a, b) == (3, 5) else 0)"
+    score = graded.verify(sum_problem, fenced(cheat))
+    assert not score.correct and "test 3/5: wrong" in score.reason
+    assert 0.0 < score.score < 1.0
+
+
+def test_runtime_errors_and_timeouts_are_failures(graded):
+    sum_problem = problem(graded, "fixture901_a")
+    crash = graded.verify(sum_problem, fenced("raise ValueError('boom')"))
+    assert not crash.correct and "runtime_error" in crash.reason and "boom" in crash.reason
+    slow = LiveCodeBenchSuite(data_files=str(SAMPLE), sandbox=graded.sandbox(), limits={"wall_s": 1.0, "cpu_s": 1})
+    hang = slow.verify(problem(slow, "fixture901_a"), fenced("while True:\n    pass"))
+    assert not hang.correct and "timeout" in hang.reason
+    assert hang.score == 0.0 and hang.reason.startswith("test 1/5")
+
+
+def test_early_stop_runs_only_until_the_first_failing_batch(graded):
+    sum_problem = problem(graded, "fixture901_a")
+    everything = LiveCodeBenchSuite(data_files=str(SAMPLE), sandbox=graded.sandbox(), early_stop=False)
+    wrong = fenced("print(0)")
+    # Expected outputs 8, 0, 300, 0, -15: "0" passes tests 2 and 4.
+    assert everything.verify(problem(everything, "fixture901_a"), wrong).score == pytest.approx(2 / 5)
+    stopped = graded.verify(sum_problem, wrong)
+    assert stopped.score == 0.0 and stopped.reason.startswith("test 1/5: wrong")
+
+
+@pytest.mark.skipif(not KAGGLE_ROW.exists(), reason="shared LiveCodeBench row with private tests absent")
+def test_real_row_with_private_tests_grades(sandbox):
+    real = LiveCodeBenchSuite(data_files=str(KAGGLE_ROW), sandbox=sandbox)
+    short_sort = real.problems()[0]
+    assert len(real.tests_for(short_sort)) == 5
+    solution = """
+        t = int(input())
+        for _ in range(t):
+            s = input().strip()
+            print("YES" if sum(a != b for a, b in zip(s, "abc")) in (0, 2) else "NO")
+    """
+    assert real.verify(short_sort, fenced(solution)).correct
+    always_yes = "t = int(input())\nfor _ in range(t):\n    input()\n    print('YES')"
+    assert not real.verify(short_sort, fenced(always_yes)).correct
+
+
+def test_gym_make_builds_the_lcb_env(sandbox):
+    env = gym.make("Conductor-LCB-v0", pool="simulated", sandbox=sandbox, suite_options={"data_files": str(SAMPLE)})
+    try:
+        observation, _info = env.reset(seed=0, options={"problem_id": "3901"})
+        assert "pairWithTarget" in observation["question"]
+    finally:
+        env.close()
