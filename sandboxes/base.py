@@ -11,6 +11,10 @@ Kind = Literal["stdin", "functional", "script"]
 Verdict = Literal["pass", "wrong", "timeout", "runtime_error", "memory", "output_limit"]
 
 
+class SandboxUnavailable(RuntimeError):
+    """A sandbox backend cannot be used here; the message says why and how to fix it."""
+
+
 @dataclass(frozen=True)
 class Limits:
     """Resource limits applied to every test run.
@@ -36,7 +40,17 @@ class Limits:
 
 @dataclass(frozen=True)
 class TestResult:
-    """The verdict on one test."""
+    """The verdict on one test.
+
+    Attributes:
+        verdict: ``pass``, ``wrong``, ``timeout``, ``runtime_error``, ``memory`` or ``output_limit``.
+        time_s: Wall time of the test's run.
+        stdout_head: The start of what the program printed.
+        stderr_head: The start of its stderr (tracebacks).
+        detail: Why it did not pass (``""`` when it passed).
+    """
+
+    __test__ = False  # not a pytest test class, despite the name
 
     verdict: Verdict
     time_s: float = 0.0

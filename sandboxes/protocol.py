@@ -1,0 +1,182 @@
+"""The caller's side of the runner protocol: jobs out, replies in, reports built and graded here.
+
+Expected outputs stay on this side: a job carries the program and the test inputs only, and
+:func:`report_from_reply` grades each outcome with the runner's own comparison
+(:func:`conductor_env.sandboxes.runner.grade_outcome`).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import asdict
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from conductor_env.sandboxes import runner
+from conductor_env.sandboxes.base import Limits, Report, TestResult
+
+#: Python code given to ``python3 -I -c``: reads ``<length>\\n<runner source>`` from stdin and runs
+#: it as module ``conductor_runner`` (no file inside the sandbox, no image rebuild when it changes).
+BOOT = (
+    "import os,sys\n"
+    "h=b''\n"
+    "while not h.endswith(b'\\n'):\n"
+    " c=os.read(0,1)\n"
+    " if not c:raise SystemExit(3)\n"
+    " h+=c\n"
+    "n=int(h)\n"
+    "b=b''\n"
+    "while len(b)<n:\n"
+    " c=os.read(0,n-len(b))\n"
+    " if not c:raise SystemExit(3)\n"
+    " b+=c\n"
+    "del h,n,c\n"
+    "exec(compile(b,'conductor_runner','exec'),{'__name__':'conductor_runner'})\n"
+)
+#: Characters of stdout/stderr kept in a :class:`TestResult`.
+HEAD_CHARS = 2000
+KINDS = ("stdin", "functional", "script")
+
+
+class ProtocolError(Exception):
+    """The runner broke the protocol, died, or did not answer in time."""
+
+
+@lru_cache(maxsize=1)
+def runner_source() -> bytes:
+    """The runner's source, framed as :data:`BOOT` reads it."""
+    source = Path(runner.__file__).read_bytes()
+    return str(len(source)).encode() + b"\n" + source
+
+
+def build_job(
+    program: str,
+    tests: Sequence[Mapping[str, Any]],
+    *,
+    kind: str,
+    limits: Limits,
+    func_name: str | None,
+) -> tuple[dict, list[str | None]]:
+    """Validates a request and returns the job to send and the expected outputs to keep.
+
+    Args:
+        program: Python source.
+        tests: ``{"input", "output"}`` dicts (ignored for ``script``).
+        kind: ``stdin``, ``functional`` or ``script``.
+        limits: Resource limits.
+        func_name: Method name for ``functional``.
+
+    Returns:
+        ``(job, expected)``: the job has inputs only; ``expected`` holds one output per test
+        (``[None]`` for ``script``, which runs once).
+
+    Raises:
+        ValueError: With what is wrong with the request.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
+    if not isinstance(program, str):
+        raise ValueError(f"program must be a string, got {type(program).__name__}")
+    if kind == "script":
+        inputs: list[str] = []
+        expected: list[str | None] = [None]
+    else:
+        if not tests:
+            raise ValueError(f"a {kind} job needs at least one test")
+        if kind == "functional" and not func_name:
+            raise ValueError("a functional job needs func_name")
+        inputs, expected = [], []
+        for number, test in enumerate(tests, start=1):
+            if not isinstance(test, Mapping) or "input" not in test or "output" not in test:
+                raise ValueError(f"test {number} must be a mapping with 'input' and 'output'")
+            test_input, test_output = test["input"], test["output"]
+            if not isinstance(test_input, str) or not isinstance(test_output, str):
+                raise ValueError(f"test {number}: 'input' and 'output' must be strings")
+            if kind == "functional":
+                _check_json_lines(test_input, f"test {number} input")
+                _check_json_lines(test_output, f"test {number} output", single=True)
+            inputs.append(test_input)
+            expected.append(test_output)
+    job = {
+        "id": uuid.uuid4().hex,
+        "program": program,
+        "kind": kind,
+        "tests": [{"input": text} for text in inputs],
+        "func_name": func_name,
+        "limits": asdict(limits),
+    }
+    return job, expected
+
+
+def _check_json_lines(text: str, what: str, *, single: bool = False) -> None:
+    lines = [line for line in text.split("\n") if line.strip()]
+    if single:
+        lines = [text]
+    for line in lines:
+        try:
+            json.loads(line)
+        except ValueError as error:
+            raise ValueError(f"{what} is not JSON ({error}): {line[:80]!r}") from None
+
+
+def job_timeout(job: dict, limits: Limits) -> float:
+    """Seconds to wait for a job's reply: every test at its deadline, plus slack."""
+    runs = max(1, len(job["tests"]))
+    return runs * (limits.wall_s + 2.0) + 10.0
+
+
+def encode_job(job: dict) -> bytes:
+    """One protocol line."""
+    return json.dumps(job, separators=(",", ":")).encode() + b"\n"
+
+
+def report_from_reply(job: dict, expected: Sequence[str | None], reply: Mapping[str, Any], limits: Limits) -> Report:
+    """Grades a runner reply.
+
+    Args:
+        job: The job sent.
+        expected: The expected outputs kept by :func:`build_job`.
+        reply: The runner's reply.
+        limits: The limits the job ran under.
+
+    Returns:
+        The report (``error`` set when the reply does not belong to the job or says the runner
+        could not run it).
+    """
+    if reply.get("id") != job["id"]:
+        return Report(error=f"the runner answered another job ({reply.get('id')!r})")
+    if reply.get("error"):
+        return Report(error=str(reply["error"]))
+    outcomes = reply.get("outcomes") or []
+    if len(outcomes) != len(expected):
+        return Report(error=f"the runner returned {len(outcomes)} results for {len(expected)} tests")
+    results = []
+    for outcome, want in zip(outcomes, expected):
+        verdict, detail = runner.grade_outcome(job["kind"], outcome, want, float(limits.cpu_s))
+        results.append(
+            TestResult(
+                verdict=verdict,  # type: ignore[arg-type]
+                time_s=float(outcome.get("time_s", 0.0)),
+                stdout_head=str(outcome.get("stdout", ""))[:HEAD_CHARS],
+                stderr_head=str(outcome.get("stderr", ""))[:HEAD_CHARS],
+                detail=detail,
+            )
+        )
+    return Report(tests=tuple(results))
+
+
+def parse_line(line: bytes) -> dict:
+    """Decodes one protocol line.
+
+    Raises:
+        ProtocolError: When it is not a JSON object.
+    """
+    try:
+        value = json.loads(line)
+    except ValueError as error:
+        raise ProtocolError(f"unreadable reply from the runner: {line[:200]!r}") from error
+    if not isinstance(value, dict):
+        raise ProtocolError(f"unexpected reply from the runner: {line[:200]!r}")
+    return value
