@@ -13,7 +13,7 @@ import sys
 from typing import Sequence
 
 #: Modules whose ``register(subparsers)`` adds subcommands.
-COMMAND_MODULES: list[str] = ["conductor_env.evaluation.commands"]
+COMMAND_MODULES: list[str] = ["conductor_env.evaluation.commands", "conductor_env.sandboxes.commands"]
 
 
 class UsageError(Exception):
