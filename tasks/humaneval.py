@@ -8,7 +8,9 @@ included) or, as in the reference harness, only the completion of the prompt. Th
   when the code defines the entry-point function at top level;
 - otherwise ``prompt + code``, the reference harness's program;
 
-followed by the problem's ``check`` function and ``check(<entry point>)``. It runs as a script in
+followed by the problem's ``check`` function and ``check(<entry point>)``; as in the reference
+harness, the program does not run as ``__main__`` (a worker's ``if __name__ == "__main__":``
+demo stays off). It runs as a script in
 a sandbox and passes only when it runs to its end: a failed assertion, an exception, a timeout or
 an early exit (``sys.exit(0)``, ``os._exit(0)``) before the checks ran is a failure.
 """
@@ -27,6 +29,11 @@ from conductor_env.tasks.sandboxed import SandboxedSuite, SandboxRef, summarize_
 __all__ = ["HumanEvalSuite", "build_program"]
 
 _REQUIRED_FIELDS = ("task_id", "prompt", "entry_point", "test")
+
+#: First line of every program: the reference harness ``exec``s the program without
+#: ``__name__ == "__main__"``, so a worker's ``if __name__ == "__main__":`` demo does not run.
+NOT_MAIN = '__name__ = "solution"  # as in the reference harness: `if __name__ == "__main__":` blocks stay off\n'
+
 
 
 def _entry_point_line(source: str, entry_point: str) -> int | None:
@@ -65,7 +72,7 @@ def build_program(problem: Problem, code: str) -> str:
         body = _prompt_preamble(prompt, entry_point) + code
     else:
         body = prompt + code
-    return f"{body}\n\n{problem.metadata['test']}\n\ncheck({entry_point})\n"
+    return f"{NOT_MAIN}{body}\n\n{problem.metadata['test']}\n\ncheck({entry_point})\n"
 
 
 def _load_problems(data_files: str | Sequence[str] | None) -> list[dict[str, Any]]:

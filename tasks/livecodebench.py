@@ -346,9 +346,23 @@ def _row_to_problem(row: Mapping[str, Any], index: int, has_private: bool) -> _R
     return _Row(problem, contest_date)
 
 
-def build_program(code: str) -> str:
-    """Returns the program LiveCodeBench would run for a worker's code: header + code."""
-    return LCB_IMPORT_HEADER + code
+#: First line of functional programs: LiveCodeBench imports them as a module (``tmp_sol``), so
+#: an ``if __name__ == "__main__":`` demo (often reading input) does not run.
+NOT_MAIN = '__name__ = "solution"  # imported, not run: `if __name__ == "__main__":` blocks stay off\n'
+
+
+def build_program(code: str, kind: str = "stdin") -> str:
+    """Returns the program LiveCodeBench would run for a worker's code.
+
+    Args:
+        code: The worker's code.
+        kind: ``stdin`` (run as ``__main__``, as LiveCodeBench runs a final main guard) or
+            ``functional`` (not ``__main__``: LiveCodeBench imports the code).
+
+    Returns:
+        :data:`LCB_IMPORT_HEADER` + code (functional programs also leave ``__main__``).
+    """
+    return (NOT_MAIN if kind == "functional" else "") + LCB_IMPORT_HEADER + code
 
 
 # ---------------------------------------------------------------------------------------------
@@ -509,7 +523,7 @@ class LiveCodeBenchSuite(SandboxedSuite):
             "func_name": problem.metadata.get("func_name") if kind == "functional" else None,
         }
         jobs = [{"input": test["input"], "output": test["output"]} for test in tests]
-        program = build_program(code)
+        program = build_program(code, kind)
         if self.early_stop:
             report = run_until_failure(self.sandbox(), program, jobs, **options)
         else:

@@ -111,7 +111,8 @@ def test_a_bare_completion_follows_the_prompt(offline_suite):
     first = offline_suite.problems()[0]
     body = first.metadata["canonical_solution"]
     program = build_program(first, body)
-    assert program.startswith(first.metadata["prompt"] + body)
+    assert first.metadata["prompt"] + body in program
+    assert program.index(first.metadata["prompt"]) < program.index("def check(")
 
 
 def test_answers_without_a_code_block_score_zero(offline_suite):
@@ -170,6 +171,13 @@ def test_exiting_before_the_checks_is_a_failure(suite, exit_call):
     wrong_but_exits = canonical.replace("return False", "return True") + "\n" + exit_call + "\n"
     score = suite.verify(problem, fenced(wrong_but_exits))
     assert not score.correct and score.score == 0.0
+
+
+def test_main_guard_demos_do_not_run_as_in_the_reference_harness(suite):
+    problem = suite.problems()[0]
+    canonical = problem.metadata["prompt"] + problem.metadata["canonical_solution"]
+    demo = canonical + "\n\nif __name__ == '__main__':\n    print(has_close_elements(eval(input()), 0.5))\n"
+    assert suite.verify(problem, fenced(demo)).correct
 
 
 def test_failures_say_why(suite):

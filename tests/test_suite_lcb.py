@@ -403,6 +403,15 @@ def test_functional_calls_follow_leetcode_rules(graded):
     assert "runtime_error" in graded.verify(pair, fenced(renamed)).reason
 
 
+def test_main_guards_run_for_stdin_but_not_for_functional_programs(graded):
+    # stdin: LiveCodeBench unwraps a final main guard, so main() must run.
+    stdin_main = "def main():\n    a, b = map(int, input().split())\n    print(a + b)\n\nif __name__ == '__main__':\n    main()"
+    assert graded.verify(problem(graded, "fixture901_a"), fenced(stdin_main)).correct
+    # functional: LiveCodeBench imports the code, so a demo reading input must not run.
+    demo = textwrap.dedent(RIGHT["3901"]) + "\nif __name__ == '__main__':\n    print(Solution().pairWithTarget(eval(input()), 9))\n"
+    assert graded.verify(problem(graded, "3901"), fenced(demo)).correct
+
+
 def test_failures_on_private_tests_count(graded):
     sum_problem = problem(graded, "fixture901_a")
     # Right on both public tests, wrong on the private ones (which add to 300 and -15).
