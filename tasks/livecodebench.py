@@ -10,7 +10,8 @@ LiveCodeBench grades them (the sandbox runner implements the comparison rules):
   split into lines and each line stripped; the line counts must be equal and each line must be
   equal, or all its whitespace-separated tokens equal as decimals (``0.50`` == ``0.5``).
 - ``functional`` problems (LeetCode): ``Solution().<func_name>(*args)`` with one JSON value per
-  input line; the result must ``==`` the expected JSON value after a tuple becomes a list.
+  input line; the result must ``==`` the expected JSON value after a tuple becomes a list (the
+  sandbox turns nested tuples into lists too, where LiveCodeBench converts only the top level).
 
 Like LiveCodeBench's harness, every program runs after :data:`LCB_IMPORT_HEADER` (the standard
 library star-imports LiveCodeBench prepends, so ``List``, ``Counter``, ``heapq`` ... need no
@@ -320,7 +321,10 @@ def _row_to_problem(row: Mapping[str, Any], index: int, has_private: bool) -> _R
     raw_date = row.get("contest_date")
     contest_date = None
     if raw_date:
-        contest_date = raw_date if isinstance(raw_date, datetime) else datetime.fromisoformat(str(raw_date))
+        try:
+            contest_date = raw_date if isinstance(raw_date, datetime) else datetime.fromisoformat(str(raw_date))
+        except ValueError as error:
+            raise SuiteError(f"LiveCodeBench row {question_id!r}: contest_date {raw_date!r} is not an ISO date") from error
     title = str(row.get("question_title") or question_id)
     question = (
         f"### {title}\n\n{str(row['question_content']).strip()}\n\n"

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import gymnasium as gym
@@ -256,6 +257,10 @@ def test_bad_rows_get_clear_errors(tmp_path):
     missing.write_text(json.dumps({k: v for k, v in rows[0].items() if k != "public_test_cases"}) + "\n")
     with pytest.raises(SuiteError, match="public_test_cases"):
         LiveCodeBenchSuite(data_files=str(missing), sandbox="local")
+    undated = tmp_path / "undated.jsonl"
+    undated.write_text(json.dumps({**rows[0], "contest_date": "last spring"}) + "\n")
+    with pytest.raises(SuiteError, match="contest_date"):
+        LiveCodeBenchSuite(data_files=str(undated), sandbox="local")
     broken = tmp_path / "broken.jsonl"
     broken.write_text(json.dumps({**rows[0], "public_test_cases": "[{"}) + "\n")
     with pytest.raises(SuiteError, match="fixture901_a"):
@@ -455,6 +460,16 @@ def test_real_row_with_private_tests_grades(sandbox):
     assert real.verify(short_sort, fenced(solution)).correct
     always_yes = "t = int(input())\nfor _ in range(t):\n    input()\n    print('YES')"
     assert not real.verify(short_sort, fenced(always_yes)).correct
+
+
+@pytest.mark.skipif(not V1_PUBLIC.exists(), reason="shared LiveCodeBench release_v1 rows absent")
+def test_wrong_responses_fail_on_every_real_release_v1_problem(sandbox):
+    real = LiveCodeBenchSuite(data_files=str(V1_PUBLIC), sandbox=sandbox)
+    problems = real.problems()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        scores = list(pool.map(lambda p: real.verify(p, real.wrong_response(p)), problems))
+    assert [p.id for p, s in zip(problems, scores) if s.correct] == []
+    assert all(": wrong" in s.reason for s in scores)  # graded, not crashed
 
 
 def test_gym_make_builds_the_lcb_env(sandbox):
