@@ -23,7 +23,7 @@ from conductor_env.executor import AnswerFrom, Execution, execute_workflow
 from conductor_env.prompts import PREFILL, ExampleSelection, VisibleStep, conductor_prompt, select_examples
 from conductor_env.rewards import RewardScheme, round_credit
 from conductor_env.spaces import AnyText
-from conductor_env.tasks.base import Problem, Score, TaskSuite, find_problem
+from conductor_env.tasks.base import Problem, Score, TaskSuite, VerifierError, find_problem
 from conductor_env.tasks.registry import get_suite
 from conductor_env.workers.base import Completion, WorkerError
 from conductor_env.workers.pool import WorkerPool, load_pool
@@ -472,7 +472,14 @@ class ConductorEnv(gym.Env[dict, str]):
             info.update(infra_error=execution.infra_error, reason="worker failure (not scored)")
             episode.done = True
             return dict(self._last_observation or {}), 0.0, False, True, info
-        score = await self.suite.averify(episode.problem, execution.answer)
+        try:
+            score = await self.suite.averify(episode.problem, execution.answer)
+        except Exception as error:  # noqa: BLE001 - a grader failure must not crash the RL loop
+            # Not the answer's fault: flag it like a worker outage instead of scoring it wrong.
+            kind = "" if isinstance(error, VerifierError) else f"verifier crashed ({type(error).__name__}): "
+            info.update(answer=execution.answer, infra_error=f"{kind}{error}", reason="verifier failure (not scored)")
+            episode.done = True
+            return dict(self._last_observation or {}), 0.0, False, True, info
         reward = self.reward_scheme(parsed=True, correct=score.correct, score=score.score, cost_usd=execution.cost_usd)
         episode.rounds.append(_Round(workflow=workflow, answer=execution.answer, score=score, reward=reward, execution=execution))
         info.update(answer=execution.answer, correct=score.correct, score=score.score, reason=score.reason)

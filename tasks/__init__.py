@@ -4,7 +4,7 @@ Each suite registers a gym id ``Conductor-<Name>-v0``; suite modules are importe
 suite is built, so ``import conductor_env`` stays fast.
 """
 
-from conductor_env.tasks.base import Problem, Score, TaskSuite, find_problem
+from conductor_env.tasks.base import Problem, Score, TaskSuite, VerifierError, find_problem
 from conductor_env.tasks.registry import (
     SuiteError,
     discover_entry_points,
@@ -41,6 +41,7 @@ __all__ = [
     "Score",
     "SuiteError",
     "TaskSuite",
+    "VerifierError",
     "discover_entry_points",
     "env_id_for",
     "find_problem",

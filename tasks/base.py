@@ -46,6 +46,15 @@ class Score:
     reason: str = ""
 
 
+class VerifierError(Exception):
+    """The verifier could not grade an answer (a sandbox died, a grader crashed).
+
+    It says nothing about the answer, so the env reports it as ``info["infra_error"]`` and
+    truncates the episode instead of scoring it as wrong (a false negative would teach the
+    policy that a right answer is wrong).
+    """
+
+
 class TaskSuite(abc.ABC):
     """A set of problems and the verifier that grades answers to them.
 
@@ -83,6 +92,9 @@ class TaskSuite(abc.ABC):
         Returns:
             The score. A verifier never raises on bad answers: it returns ``correct=False``
             with a reason.
+
+        Raises:
+            VerifierError: When grading itself failed (not the answer's fault).
         """
 
     async def averify(self, problem: Problem, answer: str) -> Score:

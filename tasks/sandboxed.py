@@ -6,7 +6,7 @@ import threading
 from typing import Any, Mapping, Sequence, Union
 
 from conductor_env.sandboxes.base import Limits, Report, Sandbox, TestResult
-from conductor_env.tasks.base import Score, TaskSuite
+from conductor_env.tasks.base import Score, TaskSuite, VerifierError
 from conductor_env.tasks.registry import SuiteError
 
 __all__ = ["SandboxRef", "SandboxedSuite", "resolve_limits", "run_until_failure", "summarize_report"]
@@ -51,10 +51,13 @@ def summarize_report(report: Report, total: int | None = None) -> Score:
     Returns:
         ``correct`` when every test passed; ``score`` the fraction passed; ``reason``
         ``"passed N/N tests"``, the first failing test's number, verdict and detail
-        (``"test 3/12: wrong: ..."``), or ``"sandbox error: ..."``.
+        (``"test 3/12: wrong: ..."``).
+
+    Raises:
+        VerifierError: When the sandbox could not run the job (the answer was not graded).
     """
     if report.error is not None:
-        return Score(False, 0.0, f"sandbox error: {report.error}"[:_MAX_REASON])
+        raise VerifierError(f"sandbox error: {report.error}"[:_MAX_REASON])
     total = max(total or 0, len(report.tests))
     if total == 0:
         return Score(False, 0.0, "no tests ran")

@@ -205,3 +205,20 @@ def test_render_ansi(suite: ReasoningGymSuite) -> None:
     env = make_env(suite, render_mode="ansi")
     observation, _ = env.reset(seed=0)
     assert env.render() == observation["prompt"]
+
+
+class BrokenGrader(ReasoningGymSuite):
+    """A suite whose grader fails the way a dead sandbox does."""
+
+    def verify(self, problem, answer):
+        from conductor_env.tasks.base import VerifierError
+
+        raise VerifierError("sandbox error: container vanished")
+
+
+def test_verifier_failure_is_an_infra_error_not_a_wrong_answer() -> None:
+    env = make_env(BrokenGrader(["basic_arithmetic"], size=2))
+    env.reset(seed=0)
+    _, reward, terminated, truncated, info = env.step(workflow((0, "Solve", "[]")))
+    assert (reward, terminated, truncated) == (0.0, False, True)
+    assert info["infra_error"] == "sandbox error: container vanished" and not info["correct"]
