@@ -34,15 +34,15 @@ logger = logging.getLogger(__name__)
 LABEL = "conductor-env.sandbox"
 #: Label naming the process that owns a container: ``host:pid:start-time``.
 OWNER_LABEL = "conductor-env.owner"
-#: First uid of the per-container uids.
-UID_BASE = 1_300_000
+#: First uid of the per-container uids (disjoint from the local backend's range).
+UID_BASE = 200_000_000
 _SWEPT = False
 _SWEEP_LOCK = threading.Lock()
 
 
 def container_uid(slot: int) -> int:
     """A uid for one container of this process, distinct from other processes' and slots'."""
-    return UID_BASE + (os.getpid() % 50_000) * 64 + slot % 64
+    return UID_BASE + (os.getpid() % 100_000) * 256 + slot % 256
 
 
 def _start_time(pid: int) -> str | None:

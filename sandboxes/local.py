@@ -39,15 +39,16 @@ logger = logging.getLogger(__name__)
 
 Isolation = Literal["auto", "bwrap", "rlimits"]
 
-#: First uid of the per-worker uids used when this process is root (no passwd entry needed).
-UID_BASE = 1_200_000
+#: First uid of the per-worker uids used when this process is root (no passwd entry needed;
+#: disjoint from the docker backend's range).
+UID_BASE = 100_000_000
 _WARNED = False
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
 
 
 def sandbox_uid(slot: int) -> int:
     """A uid for one worker of this process, distinct from other processes' and workers'."""
-    return UID_BASE + (os.getpid() % 50_000) * 16 + slot % 16
+    return UID_BASE + (os.getpid() % 100_000) * 256 + slot % 256
 
 
 @lru_cache(maxsize=1)
@@ -98,7 +99,7 @@ def bwrap_works() -> bool:
     command = bwrap_command(python, binds, 1 << 20)
     command[-2:] = ["-c", "pass"]
     try:
-        kwargs = _identity_kwargs(sandbox_uid(15)) if os.geteuid() == 0 else {}
+        kwargs = _identity_kwargs(sandbox_uid(255)) if os.geteuid() == 0 else {}
         result = subprocess.run(command, env={}, capture_output=True, timeout=30, **kwargs)
     except (OSError, subprocess.SubprocessError):
         return False

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "sandbox")
 
 from sandbox_helpers import open_backend  # noqa: E402
 
-from conductor_env.sandboxes import DockerSandbox, SandboxUnavailable  # noqa: E402
+from conductor_env.sandboxes import DockerSandbox, Limits, SandboxUnavailable  # noqa: E402
 from conductor_env.sandboxes.docker import LABEL, OWNER_LABEL, remove_stale_containers  # noqa: E402
 from conductor_env.sandboxes.image import DEFAULT_IMAGE, debian_source  # noqa: E402
 
@@ -110,3 +110,32 @@ def test_debootstrap_source_comes_from_this_machines_apt(monkeypatch):
     monkeypatch.setenv("CONDUCTOR_DEBIAN_MIRROR", "http://mirror.example/debian")
     monkeypatch.setenv("CONDUCTOR_DEBIAN_SUITE", "trixie")
     assert debian_source() == ("trixie", "http://mirror.example/debian")
+
+
+@pytest.mark.docker
+def test_a_container_that_hits_its_memory_limit_is_replaced():
+    box = open_backend("docker", pool_size=1, limits=Limits(memory_mb=100))  # container: 612 MiB
+    try:
+        box.warm()
+        first = box.pool.workers()[0]
+        program = (
+            "import os, time\n"
+            "children = []\n"
+            "for _ in range(3):\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0:\n"
+            "        block = bytearray(350 << 20)\n"
+            "        for i in range(0, len(block), 4096):\n"
+            "            block[i] = 1\n"
+            "        time.sleep(1)\n"
+            "        os._exit(0)\n"
+            "    children.append(pid)\n"
+            "print(sorted(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children))\n"
+        )
+        report = box.run_tests(program, [{"input": "", "output": "[0, 0, 0]"}], limits=Limits(wall_s=10, memory_mb=400))
+        assert report.error is None
+        assert not report.passed  # the kernel killed some of the children: the total did not fit
+        assert first not in box.pool.workers()  # that container was replaced
+        assert box.run_tests("print(1)", [{"input": "", "output": "1"}]).passed
+    finally:
+        box.close()
