@@ -83,7 +83,7 @@ def worker_error_from_sdk(
             extra = json.dumps(body, ensure_ascii=False) if body is not None else error.response.text.strip()  # type: ignore[attr-defined]
         except Exception:  # an unread streamed response or an odd body
             extra = ""
-        if extra and extra not in detail:
+        if extra and extra not in detail and (body is None or str(body) not in detail):
             detail = f"{detail} - {extra[:500]}"
     message = f"worker {spec.name!r} ({spec.backend} {spec.model!r} at {where}): {kind}: {detail}"
     result = WorkerError(redact(message, secrets), retryable=retryable)

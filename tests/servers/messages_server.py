@@ -64,7 +64,7 @@ class MessagesServer:
 
     Attributes:
         worker: Answers the requests.
-        api_key: The only ``x-api-key`` accepted.
+        api_key: The only key accepted (as ``x-api-key`` or ``Authorization: Bearer``).
         requests: Every request body received, in order (including failed ones).
         responses: Status code of every answer, in order.
     """
@@ -132,7 +132,9 @@ class MessagesServer:
         return response
 
     async def _answer(self, request: Request, body: Any, injected: int | None) -> JSONResponse:
-        if request.headers.get("x-api-key") != self.api_key:
+        bearer = request.headers.get("authorization", "")
+        presented = request.headers.get("x-api-key") or (bearer[7:] if bearer.lower().startswith("bearer ") else None)
+        if presented != self.api_key:  # the API takes the key in either header
             return error_response(401, "invalid x-api-key")
         if not request.headers.get("anthropic-version"):
             return error_response(400, "anthropic-version: header is required")
