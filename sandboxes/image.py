@@ -21,8 +21,9 @@ from conductor_env.sandboxes.base import SandboxUnavailable
 
 logger = logging.getLogger(__name__)
 
-#: The image the docker backend uses; bump the tag when the image's contents change.
-DEFAULT_IMAGE = "conductor-env-sandbox:1"
+#: The image the docker backend uses (``CONDUCTOR_SANDBOX_IMAGE`` overrides it); bump the tag
+#: when the image's contents change.
+DEFAULT_IMAGE = os.environ.get("CONDUCTOR_SANDBOX_IMAGE") or "conductor-env-sandbox:1"
 IMAGE_LABEL = "conductor-env.sandbox-image"
 DEFAULT_SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"

@@ -329,7 +329,7 @@ def _child_main(job: dict, test_input: str, nonce: bytes, fds: dict, workdir: st
     record.
     """
     write, exit_now, getpid = os.write, os._exit, os.getpid
-    text_type, bytes_type, builtin_type, builtin_isinstance = str, bytes, type, isinstance
+    text_type, builtin_type, builtin_isinstance = str, type, isinstance
     to_text, encode, to_hex = str.__str__, str.encode, bytes.hex
     memory_error, system_exit, base_exception = MemoryError, SystemExit, BaseException
     dumps, jsonable_problem = json.dumps, _jsonable_problem
@@ -575,12 +575,8 @@ def run_test(job: dict, test_input: str, state: dict) -> dict:
     open_fds = set(buffers)
     ended = None
     while True:
-        now = time.monotonic()
-        if now >= deadline:
-            killed = "wall"
-            break
-        timeout_ms = (deadline - now) * 1000 if pidfd is not None else min(10.0, (deadline - now) * 1000)
-        events = poller.poll(max(1, int(timeout_ms)))
+        remaining_ms = (deadline - time.monotonic()) * 1000
+        events = poller.poll(max(1, int(remaining_ms if pidfd is not None else min(10.0, remaining_ms))))
         overflow = False
         for fd, _event in events:
             if fd == pidfd:
@@ -600,6 +596,9 @@ def run_test(job: dict, test_input: str, state: dict) -> dict:
         if waited == pid:
             ended = time.monotonic()
             status, rusage = wait_status, usage
+            break
+        if time.monotonic() >= deadline:
+            killed = "wall"
             break
     _kill_everything(pid, state)
     if status is None:

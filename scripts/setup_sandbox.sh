@@ -4,8 +4,8 @@
 #   1. installs docker.io, bubblewrap and debootstrap from Debian when missing
 #      (apt-get update only when the install needs it);
 #   2. starts dockerd when no daemon answers (overlay2, falling back to vfs), waiting until ready;
-#   3. builds the sandbox image when missing (`python -m conductor_env.sandboxes.image`: from the
-#      registry if reachable, else offline with debootstrap + docker import).
+#   3. builds the sandbox image when missing (conductor_env.sandboxes.image: from the registry if
+#      reachable, else offline with debootstrap + docker import; CONDUCTOR_SANDBOX_IMAGE names it).
 #
 # Environment: PYTHON (default .venv/bin/python, else python3), DOCKERD_LOG (default /tmp/dockerd.log),
 # CONDUCTOR_SKIP_DOCKER=1 to set up bubblewrap only.
@@ -87,5 +87,5 @@ sys.exit(0 if image_exists(docker_client(), '$image') else 1)" 2>/dev/null; then
   say "docker daemon up, image $image present"
 else
   say "building the sandbox image $image"
-  as_root env PATH="$PATH" "$PYTHON" -m conductor_env.sandboxes.image --tag "$image"
+  as_root env PATH="$PATH" "$PYTHON" -c 'import sys; from conductor_env.sandboxes.image import main; sys.exit(main(sys.argv[1:]))' --tag "$image"
 fi
