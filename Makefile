@@ -26,7 +26,7 @@ system:
 	bash scripts/setup_system.sh
 
 sandbox: install
-	bash scripts/setup_sandbox.sh $(PY)
+	PYTHON=$(PY) bash scripts/setup_sandbox.sh
 
 test: install system sandbox
 	$(PY) -m pytest $(PYTEST_ARGS)
