@@ -125,6 +125,7 @@ class DockerWorker(RunnerWorker):
             security_opt=["no-new-privileges"],
             ulimits=[Ulimit(name="core", soft=0, hard=0), Ulimit(name="nofile", soft=1024, hard=1024)],
             shm_size="16m",
+            cgroup_parent=sandbox.cgroup_parent,
             hostname="sandbox",
             stdin_open=True,  # with detach unset the SDK also sets StdinOnce: EOF when we go
             tty=False,
@@ -200,6 +201,12 @@ class DockerSandbox(RunnerSandbox):
             room for the runner, the tmpfs and a test's children).
         cpus: CPUs per container.
         tmpfs_mb: Size of each container's ``/tmp``.
+        cgroup_parent: The containers' parent cgroup; ``"auto"``: the root cgroup when the daemon
+            uses the ``cgroupfs`` driver, else the daemon's default. Under Docker's default
+            parent every container shares the CPU weight of a single process with the rest of
+            the machine (CFS group scheduling), so on a busy machine (a trainer next to the
+            sandbox) grading slows to a crawl; at the root each container weighs like one process,
+            as the local backend's jails do (measured: twice the throughput under load).
 
     Raises:
         SandboxUnavailable: When no Docker daemon answers or the image is missing (the message
@@ -218,6 +225,7 @@ class DockerSandbox(RunnerSandbox):
         memory_mb: int | None = None,
         cpus: float = 1.0,
         tmpfs_mb: int = 128,
+        cgroup_parent: str | None = "auto",
     ) -> None:
         self.client = docker_client()
         if not image_exists(self.client, image):
@@ -231,6 +239,7 @@ class DockerSandbox(RunnerSandbox):
         self.pids_limit = base_limits.processes + 32
         self.cpus = cpus
         self.tmpfs_mb = tmpfs_mb
+        self.cgroup_parent = self._pick_cgroup_parent(cgroup_parent)
         self.owner = owner_tag()
         global _SWEPT
         with _SWEEP_LOCK:
@@ -241,6 +250,15 @@ class DockerSandbox(RunnerSandbox):
 
     def _make_worker(self, slot: int) -> RunnerWorker:
         return DockerWorker(slot, sandbox=self)
+
+    def _pick_cgroup_parent(self, requested: str | None) -> str | None:
+        if requested != "auto":
+            return requested
+        try:
+            driver = self.client.info().get("CgroupDriver")
+        except Exception:  # an old or unusual daemon: keep its default
+            return None
+        return "/" if driver == "cgroupfs" else None
 
     def close(self) -> None:
         super().close()

@@ -43,6 +43,7 @@ def test_containers_are_hardened(sandbox):
     assert host["NanoCpus"] > 0
     assert "size=" in host["Tmpfs"]["/tmp"] and "noexec" in host["Tmpfs"]["/tmp"]
     assert host["LogConfig"]["Type"] == "none"
+    assert host["CgroupParent"] == (sandbox.cgroup_parent or "")
     uid = config["User"].split(":")[0]
     assert uid.isdigit() and int(uid) >= 1000
     assert not any(name.startswith(("OPENAI", "ANTHROPIC", "HF_", "AWS")) for name in (config["Env"] or []))

