@@ -1,7 +1,7 @@
 """The ``local`` backend: runner servers on this machine, jailed by bubblewrap when it is installed.
 
 With bubblewrap (``bwrap``) each worker is a jail with no network, its own user, PID, IPC, UTS
-and cgroup namespaces, a read-only ``/usr`` as its whole system, a size-limited tmpfs ``/tmp``
+and cgroup namespaces (and no further user namespaces inside), a read-only ``/usr`` as its whole system, a size-limited tmpfs ``/tmp``
 for work directories, a fresh ``/proc`` and ``/dev``, no capabilities, an empty environment, a
 new terminal session, and it dies with this process. The runner is PID 1 inside, so a program
 cannot kill it, and it kills every process a test left behind. When this process runs as root,
@@ -66,6 +66,7 @@ def bwrap_command(python: str, extra_binds: tuple[str, ...], tmpfs_bytes: int) -
     command = [
         "bwrap",
         "--unshare-all",
+        *(["--unshare-user", "--disable-userns"] if _bwrap_supports("--disable-userns") else []),
         "--die-with-parent",
         "--new-session",
         "--as-pid-1",
@@ -88,6 +89,16 @@ def bwrap_command(python: str, extra_binds: tuple[str, ...], tmpfs_bytes: int) -
         python, "-I", "-c", BOOT,
     ]
     return command
+
+
+@lru_cache(maxsize=None)
+def _bwrap_supports(option: str) -> bool:
+    """Whether the installed bubblewrap knows an option (``--disable-userns`` came in 0.8)."""
+    try:
+        result = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return option in result.stdout + result.stderr
 
 
 @lru_cache(maxsize=1)
