@@ -156,6 +156,12 @@ def test_killing_the_parent_does_not_stop_the_runner(sandbox):
     assert_contained(sandbox)
 
 
+def test_namespace_docker_socket_and_root_are_out_of_reach(sandbox):
+    report = run(sandbox, "escape", expected="contained")
+    assert report.tests[0].verdict == "pass", report.tests[0]
+    assert_contained(sandbox)
+
+
 def test_daemonised_children_do_not_outlive_the_test(sandbox):
     marker = "conductor-daemon-" + uuid.uuid4().hex
     report = run(sandbox, "daemon_child", stdin=marker, expected="spawned")
