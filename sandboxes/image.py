@@ -51,7 +51,9 @@ def docker_client(timeout: int = 120) -> Any:
         client = docker.from_env(timeout=timeout)
         client.ping()
     except Exception as error:  # DockerException, requests' connection errors
-        raise SandboxUnavailable(f"no Docker daemon answers at {where} ({_short(error)}): {HOW_TO_START_DOCKER}") from error
+        raise SandboxUnavailable(
+            f"no Docker daemon answers at {where} ({_short(error)}): {HOW_TO_START_DOCKER}"
+        ) from error
     return client
 
 
@@ -128,9 +130,13 @@ def _build_from_registry(client: Any, tag: str, say: Callable[[str], None]) -> N
 
 def _build_offline(client: Any, tag: str, say: Callable[[str], None]) -> None:
     if os.geteuid() != 0:
-        raise SandboxUnavailable("the offline image build runs debootstrap, which needs root: `sudo conductor-env sandbox build`")
+        raise SandboxUnavailable(
+            "the offline image build runs debootstrap, which needs root: `sudo conductor-env sandbox build`"
+        )
     if shutil.which("debootstrap") is None:
-        raise SandboxUnavailable("debootstrap is not installed: `apt-get install debootstrap` (or run scripts/setup_sandbox.sh)")
+        raise SandboxUnavailable(
+            "debootstrap is not installed: `apt-get install debootstrap` (or run scripts/setup_sandbox.sh)"
+        )
     suite, mirror = debian_source()
     workdir = tempfile.mkdtemp(prefix="conductor-rootfs-", dir="/var/tmp")
     rootfs = os.path.join(workdir, "rootfs")
@@ -226,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m conductor_env.sandboxes.image [--tag T] [--force] [--offline]``."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m conductor_env.sandboxes.image", description="Build the sandbox image.")
+    parser = argparse.ArgumentParser(prog="conductor_env.sandboxes.image", description="Build the sandbox image.")
     parser.add_argument("--tag", default=DEFAULT_IMAGE)
     parser.add_argument("--force", action="store_true")
     parser.add_argument("--offline", action="store_true", help="skip the registry; debootstrap directly")

@@ -1,12 +1,13 @@
 """The ``local`` backend: runner servers on this machine, jailed by bubblewrap when it is installed.
 
 With bubblewrap (``bwrap``) each worker is a jail with no network, its own user, PID, IPC, UTS
-and cgroup namespaces (and no further user namespaces inside), a read-only ``/usr`` as its whole system, a size-limited tmpfs ``/tmp``
-for work directories, a fresh ``/proc`` and ``/dev``, no capabilities, an empty environment, a
-new terminal session, and it dies with this process. The runner is PID 1 inside, so a program
-cannot kill it, and it kills every process a test left behind. When this process runs as root,
-each worker runs under its own unprivileged uid, so the runner's process limit applies per
-worker.
+and cgroup namespaces (and no further user namespaces inside), a read-only ``/usr`` as its whole
+system, a size-limited tmpfs ``/tmp`` for work directories, a fresh ``/proc`` and ``/dev``, no
+capabilities, an empty environment, a new terminal session, and it dies with this process. The
+runner is PID 1 inside, so a program cannot kill it, and it kills every process a test left
+behind. When this process runs as root, each worker runs under its own unprivileged uid, so the
+runner's process limit applies per worker. There is no cap on a worker's total memory (only the
+per-process address-space limit): for untrusted code at scale, prefer the docker backend.
 
 Without bubblewrap the runner runs with rlimits and process groups only (it then is a child
 subreaper and, as root, runs programs under a separate uid): there is no network, filesystem or

@@ -300,9 +300,7 @@ class RunnerSandbox(Sandbox):
             return Report(error=f"bad request: {error}")
         try:
             worker = self.pool.acquire()
-        except (ProtocolError, RuntimeError) as error:
-            return Report(error=f"{self.name} sandbox unavailable: {error}")
-        except Exception as error:  # a backend's start failure (daemon gone, image removed)
+        except Exception as error:  # closed, or a start failure (daemon gone, image removed)
             return Report(error=f"{self.name} sandbox unavailable: {error}")
         try:
             reply = worker.request(job, job_timeout(job, limits))

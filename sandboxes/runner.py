@@ -101,7 +101,9 @@ RECORD_FD = 3
 #: Largest completion record accepted (a functional result); bigger is an ``output_limit``.
 RECORD_LIMIT_FACTOR = 4
 #: Modules the program may not import (raw memory access; see "Integrity").
-BLOCKED_MODULES = frozenset({"ctypes", "_ctypes", "_testcapi", "_testinternalcapi", "_testbuffer", "_xxsubinterpreters"})
+BLOCKED_MODULES = frozenset(
+    {"ctypes", "_ctypes", "_testcapi", "_testinternalcapi", "_testbuffer", "_xxsubinterpreters"}
+)
 #: Audit events refused in the child (frame access, heap walks, tracing).
 BLOCKED_EVENTS = frozenset(
     {
@@ -428,8 +430,9 @@ def _child_main(job: dict, test_input: str, nonce: bytes, fds: dict, workdir: st
 def _setup_child(fds: dict, workdir: str, limits: dict, config: dict) -> None:
     """Session, descriptors, identity, environment, limits and stdio of a fresh child."""
     os.setsid()
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM, signal.SIGCHLD):
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM):
         signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -471,7 +474,9 @@ def _setup_child(fds: dict, workdir: str, limits: dict, config: dict) -> None:
     # Fresh stdio on the test's descriptors (the server's objects may hold buffered protocol data).
     sys.stdin = sys.__stdin__ = io.open(0, "r", encoding="utf-8", closefd=False)
     sys.stdout = sys.__stdout__ = io.open(1, "w", encoding="utf-8", closefd=False)
-    sys.stderr = sys.__stderr__ = io.open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
+    sys.stderr = sys.__stderr__ = io.open(
+        2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1
+    )
     sys.argv = [os.path.join(workdir, "main.py")]
     sys.path.insert(0, workdir)
     random_module = sys.modules.get("random")
@@ -927,7 +932,12 @@ def serve(config: dict | None = None) -> None:
         "protocol_fds": (protocol_in, protocol_out),
         "oom_file": _find_oom_file(),
     }
-    hello = {"ready": True, "pid1": pid1, "python": sys.version.split()[0], "oom_visible": state["oom_file"] is not None}
+    hello = {
+        "ready": True,
+        "pid1": pid1,
+        "python": sys.version.split()[0],
+        "oom_visible": state["oom_file"] is not None,
+    }
     _write_all(protocol_out, (json.dumps(hello) + "\n").encode())
     pending = bytearray()
     while True:
