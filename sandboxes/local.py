@@ -156,7 +156,9 @@ class LocalWorker(RunnerWorker):
             config = {"base": self._base_dir, "limit_processes": is_root}
             if is_root:
                 config["child_uid"] = uid
-            command = [sys.executable, "-I", "-c", BOOT, json.dumps(config)]
+            # The system interpreter, as in the jail: its stdlib is readable by the programs' uid
+            # (an interpreter under /root would not be).
+            command = [_system_python()[0], "-I", "-c", BOOT, json.dumps(config)]
             cwd = self._base_dir
         try:
             # bubblewrap's --die-with-parent follows the *thread* that started it, so every jail is
