@@ -1,0 +1,141 @@
+"""``llm:<name>``: an LLM used zero-shot as the Conductor, with the env's own prompt.
+
+The observation's ``prompt`` goes to a worker backend as one user message and the reply is
+the action, unchanged (the env parses it leniently; an unparsable reply earns reward 0 with a
+``parse_error``, which is the expected outcome for a tiny model). Observations of a batch are
+sent concurrently; the backend's own concurrency limit (``max_concurrency`` of its pool entry)
+and batching decide how many run at once.
+
+``<name>`` is resolved in this order:
+
+1. a worker of the ``pool`` option (a preset name, a ``.toml`` path or a
+   :class:`~conductor_env.workers.pool.WorkerPool`, e.g. the env's own pool, whose loaded
+   backend is then shared), then of the ``local`` preset, e.g. ``llm:gemma-greedy``;
+2. a local model folder (a path to a transformers checkpoint), served by the ``local`` backend;
+3. a model name known to :mod:`conductor_env.models` (e.g. ``gemma3-270m``), exported once to
+   a cache folder (:func:`~conductor_env.models.ensure_model`) and served by the ``local`` backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Sequence
+
+from conductor_env.agents.base import Observation, Policy
+from conductor_env.workers.base import Worker, WorkerSpec
+from conductor_env.workers.pool import PoolError, WorkerPool, load_pool, preset_names
+from conductor_env.workers.retry import RetryPolicy, with_retries
+
+#: Output-token limit of one Conductor reply (the paper's Conductor limit).
+DEFAULT_MAX_TOKENS = 1024
+
+
+def _find_in_pool(name: str, pool: str | WorkerPool | None) -> tuple[WorkerPool, int, bool] | None:
+    """Looks ``name`` up in ``pool``, then in the ``local`` preset; returns (pool, index, owned)."""
+    candidates: list[str | WorkerPool] = [pool] if pool is not None else []
+    if "local" in preset_names():
+        candidates.append("local")
+    for candidate in candidates:
+        loaded = load_pool(candidate)
+        for index, spec in enumerate(loaded.specs):
+            if spec.name == name:
+                return loaded, index, loaded is not candidate  # a pool we loaded ourselves is ours to close
+    return None
+
+
+def _local_pool(name: str, *, max_concurrency: int, local_options: dict[str, Any] | None) -> WorkerPool:
+    from conductor_env import models  # light: transformers is imported only when a model loads
+
+    if name not in models.MODELS and not Path(name).expanduser().is_dir():
+        raise ValueError(
+            f"llm:{name}: not a worker of the pool, not a model folder, and not a known local model "
+            f"{sorted(models.MODELS)}"
+        )
+    spec = WorkerSpec(
+        name=f"conductor:{name}",
+        backend="local",
+        model=name,  # the local backend exports a known model on first use (models.resolve_model)
+        max_tokens=DEFAULT_MAX_TOKENS,
+        temperature=1.0,
+        max_concurrency=max_concurrency,
+        options=dict(local_options or {}),
+    )
+    return WorkerPool([spec], name=f"llm:{name}")
+
+
+class LLMConductor(Policy):
+    """A chat LLM that writes workflows zero-shot from the env's Conductor prompt.
+
+    Args:
+        name: A pool worker name, a model folder, or a known model name (see the module doc).
+        pool: The pool to look ``name`` up in (default: the ``local`` preset when present).
+        max_tokens: Output-token limit of each reply (``None``: the worker's default).
+        temperature: Sampling temperature (``None``: the worker's default).
+        max_concurrency: Replies in flight at once for a model served by the local backend.
+        retry: Retry policy for failing calls.
+        local_options: Extra ``options`` for a model served by the local backend.
+
+    Raises:
+        ValueError: When ``name`` resolves to nothing.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        pool: str | WorkerPool | None = None,
+        max_tokens: int | None = DEFAULT_MAX_TOKENS,
+        temperature: float | None = None,
+        max_concurrency: int = 8,
+        retry: RetryPolicy | None = None,
+        local_options: dict[str, Any] | None = None,
+    ) -> None:
+        if not name:
+            raise ValueError("llm:<name> needs a worker or model name, e.g. llm:gemma3-270m")
+        self.name = f"llm:{name}"
+        try:
+            found = _find_in_pool(name, pool)
+        except PoolError as error:
+            raise ValueError(f"llm:{name}: {error}") from error
+        if found is not None:
+            self._pool, self._index, self._owns_pool = found
+        else:
+            self._pool = _local_pool(name, max_concurrency=max_concurrency, local_options=local_options)
+            self._index, self._owns_pool = 0, True
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.retry = retry or RetryPolicy()
+        self._calls = 0  # seeds successive samples differently yet reproducibly
+
+    @property
+    def worker(self) -> Worker:
+        """The backend that writes the workflows."""
+        return self._pool.worker(self._index)
+
+    async def _one(self, observation: Observation, seed: int) -> str:
+        worker = self.worker
+        semaphore = self._pool.semaphore(self._index)
+        messages = [{"role": "user", "content": observation["prompt"]}]
+
+        async def attempt():
+            async with semaphore:
+                return await worker.complete(messages, max_tokens=self.max_tokens, temperature=self.temperature, seed=seed)
+
+        completion, _ = await with_retries(attempt, self.retry)
+        return completion.text
+
+    async def aact(self, observations: Sequence[Observation]) -> list[str]:
+        """Returns the model's replies, in order.
+
+        Raises:
+            WorkerError: When a call still fails after retries (an outage is not a policy
+                decision, so it is not turned into an unparsable action).
+        """
+        first, self._calls = self._calls, self._calls + len(observations)
+        return list(await asyncio.gather(*(self._one(o, first + i) for i, o in enumerate(observations))))
+
+    async def aclose(self) -> None:
+        """Closes the backend, unless it belongs to a pool the caller passed in (the caller closes it)."""
+        if self._owns_pool:
+            await self._pool.aclose()
