@@ -54,23 +54,27 @@ printing what the grader looks for, killing the grader. Here:
    every descriptor cannot guess the nonce; a forked process that finishes the program writes
    nothing (the record is written only by the process the server forked).
 3. **The nonce is out of the program's reach.** User code runs in the same process as the
-   runner's child code, so the design removes every path from user code to the runner's
-   memory: the nonce lives only in local variables of runner frames (never in a global or an
-   object reachable from one); the runner defines no classes (``object.__subclasses__`` finds
-   none of its functions) and installs no Python signal handlers, atexit callbacks or hooks the
-   program could enumerate; ``__main__`` is a fresh module for the program; and before the
-   program starts the child installs an audit hook (which cannot be removed) refusing frame
-   access (``sys._getframe``, ``sys._current_frames``, traceback/generator/coroutine frames,
-   ``sys.settrace``/``sys.setprofile``), heap walks (``gc.get_objects``/``get_referrers``/
-   ``get_referents``), raw memory (``ctypes``/``_ctypes`` and the C-API test modules cannot be
-   imported; ``/proc/*/mem`` cannot be opened) -- a ``ValueError`` for frames, which
-   ``namedtuple``, ``typing`` and ``logging`` already tolerate, ``ImportError`` for modules. The
-   runner's post-program path uses only callables bound to locals before the program ran, so
-   monkeypatching ``os``, ``json`` or ``builtins`` cannot intercept the nonce. The processes are
-   not dumpable, so another process of the same user cannot ptrace them or read their memory.
-   What remains is what no in-process design can close (an interpreter bug giving raw memory
-   access); the OS sandbox still contains it, and the program would still have to find a random
-   nonce in a heap it cannot walk.
+   runner's child code, so the design removes every path from user code to the runner's state.
+   The nonce lives only in local variables of runner frames, never in a global; the runner
+   defines no classes (``object.__subclasses__`` finds none of its functions) and hands the
+   program nothing whose ``__globals__`` is the runner's (the helpers it gives out are compiled
+   in a namespace of their own); ``__main__`` is a fresh module for the program. Before the
+   program starts, the child installs an audit hook (which cannot be removed) that refuses every
+   way to a frame -- ``sys._getframe``, ``sys._current_frames``, the ``tb_frame``/``gi_frame``/
+   ``cr_frame``/``ag_frame`` attributes, ``sys.settrace``/``sys.setprofile`` -- with a
+   ``ValueError`` (which ``namedtuple``, ``typing``, ``enum`` and ``logging`` already tolerate);
+   heap walks (``gc.get_objects``/``get_referrers``/``get_referents``); and raw memory:
+   ``ctypes`` and the C-API test modules cannot be imported, ``/proc/*/mem`` cannot be opened
+   (nor linked to). Signal handlers would receive the interrupted frame, so ``signal.signal``
+   goes through the hook, which alone holds the real function and wraps each handler to receive
+   ``None``; it also holds the real ``_imp.create_builtin``, so a fresh ``_signal`` module (with
+   the real function in it) cannot be made. The runner's post-program path uses only callables
+   bound to locals before the program ran and builds the record with methods of built-in types,
+   so monkeypatching ``os``, ``json`` or ``builtins`` neither sees the nonce nor shapes the
+   record. The processes are not dumpable, so another process of the same user (a program's
+   ``subprocess``, where the hook does not exist) can neither ptrace them nor read their memory.
+   This is defence in depth, not a proof: an interpreter bug that hands out a frame or raw
+   memory would reopen the way, and the OS sandbox would still contain what follows.
 4. **The runner survives the program.** In the sandboxes the runner is PID 1 of its own PID
    namespace, which the kernel protects from ``SIGKILL``/``SIGSTOP`` sent from inside, so
    ``os.kill(os.getppid(), 9)`` and ``os.kill(-1, 9)`` do nothing to it; after each test it kills
@@ -102,8 +106,11 @@ RECORD_FD = 3
 RECORD_LIMIT_FACTOR = 4
 #: Modules the program may not import (raw memory access; see "Integrity").
 BLOCKED_MODULES = frozenset(
-    {"ctypes", "_ctypes", "_testcapi", "_testinternalcapi", "_testbuffer", "_xxsubinterpreters"}
+    {"ctypes", "_ctypes", "_testcapi", "_testinternalcapi", "_testbuffer", "_xxsubinterpreters", "_interpreters",
+     "_signal"}
 )
+#: Modules the runner itself loaded that must not stay importable from the cache in the child.
+PURGED_MODULES = frozenset({"ctypes", "_ctypes"})
 #: Audit events refused in the child (frame access, heap walks, tracing).
 BLOCKED_EVENTS = frozenset(
     {
@@ -272,8 +279,61 @@ def _signal_name(number: int) -> str:
 # =============================================================================================
 
 
-def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_modules: frozenset):
-    """Returns the audit hook installed in the child before the program runs."""
+#: Source of the helpers the child hands to the program, compiled in a namespace of their own
+#: (a function's ``__globals__`` would otherwise lead from the program to this module).
+_CHILD_HELPERS = """
+def make_frameless(handler):
+    def frameless(signum, frame):
+        return handler(signum, None)
+    return frameless
+
+def make_signal(audit, getsignal):
+    def signal(signalnum, handler):
+        previous = getsignal(signalnum)
+        audit("conductor.signal", signalnum, handler)
+        return previous
+    return signal
+
+def make_create_builtin(audit):
+    def create_builtin(spec):
+        box = []
+        audit("conductor.create_builtin", spec, box)
+        return box[0]
+    return create_builtin
+"""
+
+
+def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_modules: frozenset, helpers: dict,
+                real_signal: Any, real_create_builtin: Any):
+    """Returns the audit hook installed in the child before the program runs.
+
+    Besides refusing the events above, it is the only holder of the real ``signal.signal``: the
+    program's ``signal.signal`` raises the event ``conductor.signal``, and the hook installs the
+    handler wrapped so that it receives ``None`` instead of the interrupted frame (whose
+    ``f_back`` chain would lead to the runner's frames). Likewise it holds the real
+    ``_imp.create_builtin``, so that a fresh ``_signal`` (or ``_imp``) module, with the real
+    function in it, cannot be made.
+    """
+    from importlib.machinery import ModuleSpec
+
+    make_frameless = helpers["make_frameless"]
+    text = str.__str__
+    realpath, fspath = os.path.realpath, os.fspath
+
+    def refused_path(path: Any) -> bool:
+        try:
+            text = fspath(path)
+            if isinstance(text, bytes):
+                text = text.decode("utf-8", "replace")
+        except TypeError:
+            return False  # a file descriptor
+        if text.rstrip("/").rsplit("/", 1)[-1] == "mem":
+            return True
+        try:
+            real = realpath(text)
+        except (OSError, ValueError):
+            return False
+        return real.startswith("/proc/") and real.endswith("/mem")
 
     def guard(event: str, args: tuple) -> None:
         if event in blocked_events:
@@ -288,13 +348,52 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
             ):
                 raise ImportError(f"module {name!r} is not available in the sandbox")
         elif event == "open":
-            path = args[0] if args else None
-            if isinstance(path, bytes):
-                path = path.decode("utf-8", "replace")
-            if isinstance(path, str) and path.rstrip("/").rsplit("/", 1)[-1] == "mem":
-                raise PermissionError(f"{path} is not available in the sandbox")
+            if args and refused_path(args[0]):
+                raise PermissionError(f"{args[0]!r} is not available in the sandbox")
+        elif event == "os.symlink":
+            target = args[0] if args else ""
+            try:
+                target = fspath(target)
+            except TypeError:
+                target = ""
+            if isinstance(target, bytes):
+                target = target.decode("utf-8", "replace")
+            if "proc" in target:
+                raise PermissionError("links into /proc are not available in the sandbox")
+        elif event == "conductor.signal":
+            signalnum, handler = args
+            if isinstance(handler, int):
+                handler = int(handler)  # SIG_IGN / SIG_DFL, possibly as signal.Handlers members
+            elif callable(handler):
+                handler = make_frameless(handler)
+            real_signal(int(signalnum), handler)
+        elif event == "conductor.create_builtin":
+            spec, box = args
+            name = text(spec.name)  # read once, as a plain string: no second answer
+            if name in ("_signal", "_imp") or name.split(".", 1)[0] in blocked_modules:
+                raise ImportError(f"module {name!r} is not available in the sandbox")
+            box.append(real_create_builtin(ModuleSpec(name, None, origin="built-in")))
 
     return guard
+
+
+def _install_guard() -> None:
+    """Installs the guard and routes ``signal.signal`` through it (see :func:`_make_guard`)."""
+    import _imp
+
+    c_signal = signal._signal  # the C module object that signal.py and sys.modules share
+    helpers: dict = {"__builtins__": __builtins__}
+    exec(compile(_CHILD_HELPERS, "<sandbox>", "exec"), helpers)  # noqa: S102 - our own source
+    guard = _make_guard(
+        BLOCKED_EVENTS, FRAME_ATTRIBUTES, BLOCKED_MODULES, helpers, c_signal.signal, _imp.create_builtin
+    )
+    wrapper = helpers["make_signal"](sys.audit, signal.getsignal)
+    wrapper.__name__ = wrapper.__qualname__ = "signal"
+    c_signal.signal = wrapper
+    signal.signal = wrapper  # replaces signal.py's wrapper, whose __wrapped__ is the real one
+    _imp.create_builtin = helpers["make_create_builtin"](sys.audit)
+    helpers.clear()
+    sys.addaudithook(guard)
 
 
 def _jsonable_problem(value: Any, limit: int = 1_000_000) -> str | None:
@@ -335,6 +434,7 @@ def _child_main(job: dict, test_input: str, nonce: bytes, fds: dict, workdir: st
     to_text, encode, to_hex = str.__str__, str.encode, bytes.hex
     memory_error, system_exit, base_exception = MemoryError, SystemExit, BaseException
     dumps, jsonable_problem = json.dumps, _jsonable_problem
+    record_fd, sys_module = RECORD_FD, sys
     my_pid = getpid()
     kind = job["kind"]
     try:
@@ -349,7 +449,7 @@ def _child_main(job: dict, test_input: str, nonce: bytes, fds: dict, workdir: st
             handle.write(job["program"])
         namespace = _fresh_main(program_path)
         func_name = job.get("func_name") or ""
-        sys.addaudithook(_make_guard(BLOCKED_EVENTS, FRAME_ATTRIBUTES, BLOCKED_MODULES))
+        _install_guard()
     except BaseException as error:  # the runner's own set-up failed: report it, run nothing
         os.write(2, f"sandbox set-up failed: {error!r}\n".encode())
         os._exit(71)
@@ -399,15 +499,15 @@ def _child_main(job: dict, test_input: str, nonce: bytes, fds: dict, workdir: st
             pass
     # As Python does at exit: wait for non-daemon threads, run atexit handlers, flush.
     try:
-        threading_module = sys.modules.get("threading")
+        threading_module = sys_module.modules.get("threading")
         if threading_module is not None:
             threading_module._shutdown()
-        atexit_module = sys.modules.get("atexit")
+        atexit_module = sys_module.modules.get("atexit")
         if atexit_module is not None:
             atexit_module._run_exitfuncs()
     except base_exception:
         pass
-    for stream in (sys.stdout, sys.stderr, stdout, stderr):
+    for stream in (sys_module.stdout, sys_module.stderr, stdout, stderr):
         try:
             stream.flush()
         except base_exception:
@@ -421,7 +521,7 @@ def _child_main(job: dict, test_input: str, nonce: bytes, fds: dict, workdir: st
             line = line + b"\t" + key + b"=" + encode(hex_value, "ascii")
         line = line + b"\n"
         while line:
-            line = line[write(RECORD_FD, line) :]
+            line = line[write(record_fd, line) :]
     except base_exception:
         exit_now(72)
     exit_now(0)
@@ -482,7 +582,7 @@ def _setup_child(fds: dict, workdir: str, limits: dict, config: dict) -> None:
     random_module = sys.modules.get("random")
     if random_module is not None:
         random_module.seed()
-    for name in [name for name in sys.modules if name.split(".", 1)[0] in BLOCKED_MODULES]:
+    for name in [name for name in sys.modules if name.split(".", 1)[0] in PURGED_MODULES]:
         del sys.modules[name]
 
 

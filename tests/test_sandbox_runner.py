@@ -261,6 +261,9 @@ def test_script_cannot_reach_the_completion_nonce(sandbox):
         "via_settrace: ValueError",
         "via_ctypes: ImportError",
         "via_proc_mem: PermissionError",
+        "via_symlink_to_proc_mem: PermissionError",
+        "via_signal_handler: LookupError",
+        "via_real_signal_function: ImportError",
     ):
         assert refused in output, output
 
@@ -291,6 +294,21 @@ def test_common_library_code_still_works_under_the_guard(sandbox):
     report = script(sandbox, program)
     assert verdicts(report) == ["pass"], report.tests[0].stderr_head
     assert "logged" in report.tests[0].stderr_head
+
+
+def test_signal_handlers_work_but_get_no_frame(sandbox):
+    program = (
+        "import signal, time\n"
+        "class Late(Exception):\n    pass\n"
+        "def on_alarm(signum, frame):\n    raise Late(repr(frame))\n"
+        "assert signal.signal(signal.SIGTERM, signal.SIG_IGN) == signal.SIG_DFL\n"
+        "assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN\n"
+        "signal.signal(signal.SIGALRM, on_alarm)\n"
+        "signal.setitimer(signal.ITIMER_REAL, 0.01)\n"
+        "try:\n    time.sleep(5)\nexcept Late as late:\n    print('handled, frame', late)\n"
+    )
+    report = sandbox.run_tests(program, [{"input": "", "output": "handled, frame None"}])
+    assert verdicts(report) == ["pass"], report.tests[0]
 
 
 # ---------------------------------------------------------------------------------------------
