@@ -135,7 +135,7 @@ FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 PRELOADED_MODULES = (
     "string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random",
     "statistics", "itertools", "functools", "operator", "io", "json", "typing", "fractions",
-    "decimal", "atexit", "traceback", "hashlib", "dataclasses", "enum",
+    "decimal", "atexit", "traceback", "hashlib", "dataclasses", "enum", "importlib.machinery",
 )
 CHILD_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -301,6 +301,7 @@ def make_create_builtin(audit):
         return box[0]
     return create_builtin
 """
+_CHILD_HELPERS_CODE = compile(_CHILD_HELPERS, "<sandbox>", "exec")
 
 
 def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_modules: frozenset, helpers: dict,
@@ -383,7 +384,7 @@ def _install_guard() -> None:
 
     c_signal = signal._signal  # the C module object that signal.py and sys.modules share
     helpers: dict = {"__builtins__": __builtins__}
-    exec(compile(_CHILD_HELPERS, "<sandbox>", "exec"), helpers)  # noqa: S102 - our own source
+    exec(_CHILD_HELPERS_CODE, helpers)  # noqa: S102 - our own source
     guard = _make_guard(
         BLOCKED_EVENTS, FRAME_ATTRIBUTES, BLOCKED_MODULES, helpers, c_signal.signal, _imp.create_builtin
     )
