@@ -16,11 +16,14 @@ from rich.console import Console
 DEMO_ENV = "Conductor-HumanEval-v0"
 DEMO_POOL = "local"
 DEMO_POLICIES: tuple[str, ...] = ("single:0", "template:plan-solve-verify", "template:parallel-judge:2")
-DEMO_N = 8
-DEMO_CONCURRENCY = 8
+#: Sized for 2 CPU cores: 3 problems x 3 policies = 9 episodes, all in flight at once, so every
+#: round of worker calls is one batched generate() (the 270M model rarely stops early, so each
+#: call runs to the token limit).
+DEMO_N = 3
+DEMO_CONCURRENCY = 16
 DEMO_OUT = "runs/demo"
-#: Output tokens per worker call: enough for a HumanEval function, small enough for 2 CPU cores.
-DEMO_WORKER_MAX_TOKENS = 192
+#: Output tokens per worker call: room for a short function, small enough for 2 CPU cores.
+DEMO_WORKER_MAX_TOKENS = 96
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
