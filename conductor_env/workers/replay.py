@@ -28,6 +28,7 @@ recorded too.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import json
@@ -223,6 +224,12 @@ class RecordingWorker(Worker):
             record["error"] = {"message": str(error), "retryable": bool(error.retryable)}
             self.writer.append(record)
             raise
+        except asyncio.CancelledError:
+            # The caller's timeout (or the end of the episode) cancelled the call; the caller will
+            # see a timeout, so the replay raises one at this point too and the retries line up.
+            record["error"] = {"message": "the call was cancelled (timed out)", "retryable": True, "cancelled": True}
+            self.writer.append(record)
+            raise
         record["completion"] = _completion_record(completion)
         self.writer.append(record)
         return completion
@@ -376,8 +383,11 @@ class ReplayWorker(Worker):
         return await live.complete(messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **options)
 
     def _replayed(self, record: Mapping[str, Any]) -> Completion:
+        """Rebuilds a recorded outcome: a completion, a :class:`WorkerError` or a timeout."""
         if "error" in record:
             error = record["error"]
+            if error.get("cancelled"):
+                raise asyncio.TimeoutError(str(error.get("message", "timed out")))
             raise WorkerError(str(error.get("message", "recorded failure")), retryable=bool(error.get("retryable", True)))
         data = dict(record["completion"])
         if self.spec.options.get("replay_cost", "recorded") == "zero":
