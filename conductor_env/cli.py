@@ -13,7 +13,11 @@ import sys
 from typing import Sequence
 
 #: Modules whose ``register(subparsers)`` adds subcommands.
-COMMAND_MODULES: list[str] = ["conductor_env.evaluation.commands", "conductor_env.sandboxes.commands"]
+COMMAND_MODULES: list[str] = [
+    "conductor_env.evaluation.commands",
+    "conductor_env.sandboxes.commands",
+    "conductor_env.workers.commands",
+]
 
 
 class UsageError(Exception):
