@@ -77,6 +77,7 @@ def render_page(
     *,
     screenshot: str | os.PathLike[str] | None = None,
     window: tuple[int, int] = (1400, 1000),
+    fragment: str = "",
     timeout_s: float = 120.0,
 ) -> RenderResult:
     """Loads a local HTML file in headless Chromium.
@@ -85,6 +86,8 @@ def render_page(
         html_path: The page.
         screenshot: Where to write a PNG of the first screen (``None``: no screenshot).
         window: Window size in pixels (width, height).
+        fragment: A URL fragment for the page (the viewer reads filters from it, e.g.
+            ``"policy=moa:3"``).
         timeout_s: Limit per browser run.
 
     Returns:
@@ -96,7 +99,7 @@ def render_page(
     browser = find_browser()
     if browser is None:
         raise BrowserError("no Chromium found; install Debian's chromium package (apt-get install chromium)")
-    url = Path(html_path).resolve().as_uri()
+    url = Path(html_path).resolve().as_uri() + (f"#{fragment.lstrip('#')}" if fragment else "")
     size = f"--window-size={window[0]},{window[1]}"
     with tempfile.TemporaryDirectory(prefix="conductor-env-chromium-") as profile:
         # Virtual time lets the page's scripts finish before the DOM is serialised.

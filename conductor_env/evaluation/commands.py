@@ -76,6 +76,7 @@ def register(subparsers: Any) -> None:
     report.add_argument("dir", metavar="DIR", help="a folder written by conductor-env eval")
     report.add_argument("--title", default=None, help="title of the page and plot")
     report.add_argument("--screenshot", default=None, metavar="PNG", help="also save a screenshot of the viewer (needs chromium)")
+    report.add_argument("--screenshot-filter", default="", metavar="FILTER", help="viewer filter for the screenshot, e.g. policy=moa:3 or verdict=wrong")
     report.set_defaults(handler=run_report_command)
 
     demo = subparsers.add_parser(
@@ -223,7 +224,7 @@ def run_report_command(args: argparse.Namespace) -> int:
         from conductor_env.evaluation.browser import BrowserError, render_page
 
         try:
-            rendered = render_page(report.html_path, screenshot=args.screenshot)
+            rendered = render_page(report.html_path, screenshot=args.screenshot, fragment=args.screenshot_filter)
         except BrowserError as error:
             raise UsageError(f"{error}; or leave out --screenshot") from error
         for problem in rendered.errors:
