@@ -24,7 +24,6 @@ import gymnasium as gym
 from conductor_env.agents.base import Observation, Policy
 from conductor_env.env import ConductorEnv
 from conductor_env.evaluation.results import (
-    EpisodeKey,
     ResultsWriter,
     episode_key,
     read_manifest,
