@@ -17,6 +17,7 @@ COMMAND_MODULES: list[str] = [
     "conductor_env.evaluation.commands",
     "conductor_env.sandboxes.commands",
     "conductor_env.workers.commands",
+    "conductor_env.agents.commands",
 ]
 
 

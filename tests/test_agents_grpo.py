@@ -1,0 +1,220 @@
+"""The GRPO adapter: the env's reward for completions, infra errors dropped, round credit, and two
+real TRL GRPO steps on CPU with the local Gemma Conductor against the simulated pool."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.agents import make_policy
+from conductor_env.agents.grpo import (
+    REWARD_NAME,
+    ConductorReward,
+    EnvFactory,
+    GRPORecipe,
+    build_dataset,
+    build_trainer,
+    grpo_config,
+    logged_rewards,
+)
+from conductor_env.rewards import round_credit
+from conductor_env.workers.base import WorkerSpec
+from conductor_env.workers.pool import WorkerPool
+from conductor_env.workers.retry import RetryPolicy
+
+SMALL_RG = {"datasets": ["basic_arithmetic", "spell_backward"], "size": 3}
+
+
+def sure_pool() -> WorkerPool:
+    """Worker 0 always right, 1 always wrong, 2 always fails (an outage)."""
+    return WorkerPool(
+        [
+            WorkerSpec("always", "simulated", options={"skill": 1.0}),
+            WorkerSpec("never", "simulated", options={"skill": 0.0}),
+            WorkerSpec("down", "simulated", options={"skill": 1.0, "fail_rate": 1.0}),
+        ],
+        name="sure",
+    )
+
+
+def single(worker: int) -> str:
+    return f'model_id = [{worker}]\nsubtasks = ["Solve it. Give the final answer in the format the task asks for."]\naccess_list = [[]]'
+
+
+def chat(text: str) -> list[dict]:
+    return [{"role": "assistant", "content": text}]
+
+
+@pytest.fixture()
+def factory():
+    made = EnvFactory("Conductor-RG-v0", sure_pool(), split="train", suite_options=SMALL_RG, retry=RetryPolicy(max_attempts=1))
+    yield made
+    made.close()
+
+
+def test_dataset_rows_replay_the_observation(factory):
+    dataset = build_dataset(factory, limit=4, seed=10)
+    assert dataset.column_names == ["prompt", "problem_id", "episode_seed", "domain"]
+    assert len(dataset) == 4 and dataset["episode_seed"] == [10, 11, 12, 13]
+    env = factory()
+    for row in dataset:
+        observation, info = env.reset(seed=row["episode_seed"], options={"problem_id": row["problem_id"]})
+        assert row["prompt"] == [{"role": "user", "content": observation["prompt"]}]
+        assert row["domain"] == info["domain"]
+
+
+def test_reward_is_the_envs_and_infra_errors_are_none(factory):
+    reward = ConductorReward(factory)
+    dataset = build_dataset(factory, limit=1)
+    row = dataset[0]
+    completions = [chat(single(0)), chat(single(1)), chat("I will not write lists."), chat(single(2)), single(0)]
+    logged: dict[str, float] = {}
+    rewards = reward(
+        prompts=[row["prompt"]] * 5,
+        completions=completions,
+        problem_id=[row["problem_id"]] * 5,
+        episode_seed=[row["episode_seed"]] * 5,
+        log_metric=logged.__setitem__,
+    )
+    assert rewards == [1.0, 0.5, 0.0, None, 1.0]
+    records = reward.records
+    assert [r.parse_error for r in records] == [None, None, "no_lists", None, None]
+    assert records[3].infra_error and "down" in records[3].infra_error
+    assert [r.correct for r in records] == [True, False, False, False, True]
+    assert logged["conductor/parse_rate"] == pytest.approx(3 / 4)
+    assert logged["conductor/accuracy"] == pytest.approx(2 / 4)
+    assert logged["conductor/infra_errors"] == 1.0
+
+
+def test_reward_requires_the_dataset_columns(factory):
+    with pytest.raises(ValueError, match="problem_id and episode_seed"):
+        ConductorReward(factory)(prompts=["p"], completions=["c"])
+
+
+def test_round_credit_with_a_follow_up_policy():
+    made = EnvFactory("rg", sure_pool(), split="train", suite_options=SMALL_RG, max_rounds=2, round_discount=0.25)
+    try:
+        row = build_dataset(made, limit=1)[0]
+        kwargs = dict(prompts=[row["prompt"]] * 2, problem_id=[row["problem_id"]] * 2, episode_seed=[row["episode_seed"]] * 2)
+        # The second round is written by a baseline: always the right worker.
+        rewards = ConductorReward(made, followup=make_policy("single:0"))(completions=[single(1), single(0)], **kwargs)
+        assert rewards == [pytest.approx(round_credit([0.5, 1.0], 0.25)[0]), pytest.approx(1.0)]
+        assert rewards[0] == pytest.approx(0.75 * 0.5 + 0.25 * 1.0)
+        with pytest.raises(RuntimeError, match="follow-up policy"):
+            ConductorReward(made)(completions=[single(1)], **{k: v[:1] for k, v in kwargs.items()})
+    finally:
+        made.close()
+
+
+def test_warm_start_rows_cover_every_worker_once(factory):
+    from conductor_env.agents.warmstart import warm_start_rows
+    from conductor_env.workflow import parse_workflow
+
+    groups = warm_start_rows(factory, limit=3, seed=1)
+    assert len(groups) == 3
+    for group in groups:
+        assert len({prompt for prompt, _ in group}) == 1
+        workers = [parse_workflow(action, num_workers=3).steps[0].worker for _, action in group]
+        assert workers == [0, 1, 2]  # every shown worker once: a uniform choice is the optimum
+        assert all("format the task asks for" in action for _, action in group)
+
+
+def test_paper_defaults():
+    recipe = GRPORecipe()
+    config = grpo_config(recipe)
+    assert (recipe.max_steps, recipe.questions_per_step, recipe.num_generations) == (200, 4, 64)
+    assert config.num_generations == 64 and config.generation_batch_size == 256
+    assert config.per_device_train_batch_size * config.gradient_accumulation_steps == 256
+    assert config.learning_rate == 1e-6 and config.lr_scheduler_type == "cosine"
+    assert config.warmup_steps == pytest.approx(0.03)
+    assert (config.epsilon, config.beta, config.loss_type, config.scale_rewards) == (0.2, 0.0, "bnpo", "group")
+    assert (config.max_completion_length, config.temperature) == (1024, 1.0)
+    assert recipe.round_discount == 0.25
+    assert config.use_cpu and not config.use_vllm  # no GPU on the test machine
+    with pytest.raises(ValueError, match="divide"):
+        grpo_config(GRPORecipe(per_device_batch_size=7))
+    with pytest.raises(ValueError, match="CUDA"):
+        grpo_config(GRPORecipe(use_vllm=True))
+
+
+def test_cli_maps_flags_to_the_recipe():
+    from conductor_env.agents.commands import recipe_from_args
+    from conductor_env.cli import UsageError, build_parser
+
+    parser = build_parser()
+    args = parser.parse_args(["train", "grpo", "--max-steps", "3", "--env-option", "max_rounds=2", "--lora-r", "8", "--no-vllm"])
+    recipe = recipe_from_args(args)
+    assert recipe.max_steps == 3 and recipe.env_options == {"max_rounds": 2} and recipe.lora_r == 8
+    assert recipe.use_vllm is False and recipe.learning_rate == 1e-6 and recipe.num_generations == 64
+    with pytest.raises(UsageError, match="unknown --env-option"):
+        recipe_from_args(parser.parse_args(["train", "grpo", "--env-option", "max_round=2"]))
+
+
+@pytest.mark.slow
+def test_two_real_grpo_steps_log_the_envs_reward(tmp_path):
+    recipe = GRPORecipe(
+        model="gemma3-270m",
+        env="Conductor-RG-v0",
+        pool="simulated",
+        split="train",
+        suite_options=SMALL_RG,
+        env_options={"examples": "none"},
+        problems=4,
+        output_dir=str(tmp_path),
+        max_steps=2,
+        questions_per_step=1,
+        num_generations=2,
+        max_completion_length=24,
+        learning_rate=1e-5,
+    )
+    trainer, reward = build_trainer(recipe)
+    try:
+        trainer.train()
+    finally:
+        reward.close()
+    steps = [entry for entry in trainer.state.log_history if f"rewards/{REWARD_NAME}/mean" in entry]
+    assert len(steps) == 2
+    assert len(reward.records) == 4  # 2 steps x 1 question x 2 samples, each played in the env
+    for index, entry in enumerate(steps):
+        played = [r.reward for r in reward.records if r.step == index and r.reward is not None]
+        assert entry[f"rewards/{REWARD_NAME}/mean"] == pytest.approx(sum(played) / len(played))
+        assert entry["reward"] == pytest.approx(sum(played) / len(played))
+        assert "conductor/parse_rate" in entry and "conductor/accuracy" in entry
+    # Every completion was really parsed by the env (a 270M base model rarely writes the lists).
+    assert all(r.parse_error in (None, "no_lists", "length_mismatch", "bad_worker_id", "bad_access", "bad_subtask", "too_many_steps", "empty") for r in reward.records)
+    assert all(not math.isnan(v) for v in logged_rewards(trainer.state.log_history))
+
+
+@pytest.mark.slow
+def test_compact_lm_head_on_cpu_gives_the_same_log_probs():
+    import torch
+    from transformers import AutoModelForCausalLM
+    from trl.trainer import utils as trl_utils
+
+    from conductor_env.agents.grpo import resolve_model_path, score_only_completions_on_cpu
+
+    model = AutoModelForCausalLM.from_pretrained(resolve_model_path("gemma3-270m"), dtype=torch.float32)
+    trl_utils.add_fused_lm_head(model, outputs=("log_probs", "entropy"))
+    input_ids = torch.randint(10, 5000, (2, 48), generator=torch.Generator().manual_seed(0))
+    labels = input_ids.clone()
+    labels[:, :40] = -100  # only the last 8 positions are "completion"
+
+    def score():
+        model.zero_grad()
+        output = model(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), labels=labels, fused_lm_head=True)
+        output.log_probs.sum().backward()
+        return output.log_probs.detach(), output.entropy.detach(), model.model.layers[-1].mlp.down_proj.weight.grad.clone()
+
+    original = trl_utils._use_triton
+    try:
+        trl_utils._use_triton = lambda device: False  # TRL's own CPU path: every position projected
+        full = score()
+        assert score_only_completions_on_cpu()
+        assert trl_utils._use_triton(torch.device("cpu"))
+        compact = score()
+    finally:
+        trl_utils._use_triton = original
+    for a, b in zip(full, compact):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
