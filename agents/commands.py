@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import fields
 from typing import Any
 
@@ -76,16 +75,13 @@ def register(subparsers: Any) -> None:
 
 
 def _options(pairs: list[str], flag: str) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"{flag} expects KEY=VALUE, got {pair!r}")
-        try:
-            options[key.strip()] = json.loads(raw)
-        except ValueError:
-            options[key.strip()] = raw
-    return options
+    """Parses ``KEY=VALUE`` flags with the eval command's parser (JSON values when they parse)."""
+    from conductor_env.evaluation.setup import EvalConfigError, parse_option_values
+
+    try:
+        return parse_option_values(pairs, flag)
+    except EvalConfigError as error:
+        raise UsageError(str(error)) from error
 
 
 def recipe_from_args(args: argparse.Namespace) -> Any:
