@@ -89,6 +89,46 @@ class Execution:
         return sum(t.prompt_tokens + t.completion_tokens for t in self.traces)
 
 
+async def _first_failure_in_step_order(
+    tasks: Sequence[asyncio.Task[StepTrace]],
+) -> tuple[int, WorkerError] | None:
+    """Waits for the step tasks and returns the lowest-numbered step that failed, if any.
+
+    When step ``j`` fails, steps after ``j`` are cancelled but steps before it are awaited, since
+    one of them may fail too and then it is the one to report. Steps only read earlier steps, so
+    every step before the reported one ran to completion.
+
+    Args:
+        tasks: One task per step, in step order.
+
+    Returns:
+        ``None`` when every step succeeded, else ``(index, error)`` of the lowest failing step.
+
+    Raises:
+        Exception: Anything a step raised that is not a :class:`WorkerError` (a bug).
+    """
+    position = {task: index for index, task in enumerate(tasks)}
+    pending: set[asyncio.Task[StepTrace]] = set(tasks)
+    failure: tuple[int, WorkerError] | None = None
+    while pending:
+        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            if task.cancelled():
+                continue
+            error = task.exception()
+            if error is None:
+                continue
+            if not isinstance(error, WorkerError):
+                raise error
+            if failure is None or position[task] < failure[0]:
+                failure = (position[task], error)
+        if failure is not None:
+            for task in pending:
+                if position[task] > failure[0]:
+                    task.cancel()
+    return failure
+
+
 #: ``(step_index, step, message) -> (completion, attempts)``: runs one step's worker call,
 #: including retries; raises :class:`WorkerError` when the worker stays down.
 StepCaller = Callable[[int, Step, str], Awaitable[tuple[Completion, int]]]
@@ -117,8 +157,10 @@ async def execute_workflow(
             (the paper's evaluation: the last non-empty response).
 
     Returns:
-        The execution; on a worker failure, ``infra_error`` is set and unfinished steps are
-        cancelled (their traces carry the error or are absent).
+        The execution. On a worker failure, ``infra_error`` names the lowest-numbered step that
+        failed: steps before it always run to the end, steps after it are cancelled and left out
+        of the traces, so the outcome does not depend on which concurrent call failed first (a
+        recorded run replays the same way).
     """
     started = time.perf_counter()
     traces: dict[int, StepTrace] = {}
@@ -158,16 +200,20 @@ async def execute_workflow(
         tasks.append(asyncio.ensure_future(run(index, step)))
     execution = Execution()
     try:
-        await asyncio.gather(*tasks)
-    except WorkerError as error:
-        failed = next((t for t in traces.values() if t.error), None)
-        where = f"step {failed.index} (worker {failed.worker}, {failed.worker_name})" if failed else "a step"
-        execution.infra_error = f"{where} failed after {getattr(error, 'attempts', 1)} attempt(s): {error}"
+        failure = await _first_failure_in_step_order(tasks)
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    execution.traces = [traces[i] for i in sorted(traces)]
+    if failure is None:
+        execution.traces = [traces[i] for i in sorted(traces)]
+    else:
+        failed_index, error = failure
+        # Later steps were cancelled at a point that depends on timing; keep only what replays.
+        execution.traces = [traces[i] for i in sorted(traces) if i <= failed_index]
+        failed = traces[failed_index]
+        where = f"step {failed_index} (worker {failed.worker}, {failed.worker_name})"
+        execution.infra_error = f"{where} failed after {getattr(error, 'attempts', 1)} attempt(s): {error}"
     execution.wall_s = time.perf_counter() - started
     if execution.infra_error is None and execution.traces:
         responses = [t.response for t in execution.traces]

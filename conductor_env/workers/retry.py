@@ -61,7 +61,9 @@ async def with_retries(
                 raise
         except asyncio.TimeoutError as error:
             if attempt >= policy.max_attempts:
-                raise WorkerError(f"timed out after {attempt} attempts", retryable=True) from error
+                timeout = WorkerError(f"timed out after {attempt} attempts", retryable=True)
+                timeout.attempts = attempt  # type: ignore[attr-defined]
+                raise timeout from error
         await asyncio.sleep(policy.delay(attempt))
 
 
