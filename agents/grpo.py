@@ -117,12 +117,40 @@ class EnvFactory:
         self.suite.close()
 
 
+PromptBuilder = Callable[[Observation], str]
+
+
+def full_prompt(observation: Observation) -> str:
+    """The env's own Conductor prompt (the default: instructions, examples, pool, task)."""
+    return observation["prompt"]
+
+
+def compact_prompt(observation: Observation) -> str:
+    """A short Conductor prompt: the shown workers, earlier rounds, the task and one instruction.
+
+    About a fifth of the env's prompt without examples, for small models on a CPU that learned
+    the action format from a warm start (:mod:`conductor_env.agents.warmstart`) and need not
+    read the full instructions every step.
+    """
+    parts = [f"Workers:\n{observation['workers']}"]
+    if observation.get("history"):
+        parts.append(f"Earlier rounds:\n{observation['history']}")
+    parts.append(f"<task>\n{observation['question']}\n</task>")
+    parts.append("Write the workflow as three lists: model_id, subtasks, access_list.")
+    return "\n\n".join(parts)
+
+
+#: Prompt builders by name (``GRPORecipe.prompt``, ``--prompt``).
+PROMPTS: dict[str, PromptBuilder] = {"full": full_prompt, "compact": compact_prompt}
+
+
 def build_dataset(
     factory: EnvFactory,
     *,
     limit: int | None = None,
     seed: int = 0,
     problem_ids: Sequence[str] | None = None,
+    prompt_builder: PromptBuilder = full_prompt,
 ) -> Any:
     """Builds the GRPO training dataset: one conversational row per problem.
 
@@ -131,6 +159,7 @@ def build_dataset(
         limit: Keep at most this many problems, spread evenly over the split (``None``: all).
         seed: Base of each row's ``episode_seed`` (row ``i`` gets ``seed + i``).
         problem_ids: Use exactly these problems instead.
+        prompt_builder: Turns the observation into the user message (default: the env's prompt).
 
     Returns:
         A :class:`datasets.Dataset` with ``prompt`` (one user message), ``problem_id``,
@@ -148,7 +177,7 @@ def build_dataset(
     rows: dict[str, list[Any]] = {"prompt": [], "problem_id": [], "episode_seed": [], "domain": []}
     for i, problem_id in enumerate(problem_ids):
         observation, info = env.reset(seed=seed + i, options={"problem_id": problem_id})
-        rows["prompt"].append([{"role": "user", "content": observation["prompt"]}])
+        rows["prompt"].append([{"role": "user", "content": prompt_builder(observation)}])
         rows["problem_id"].append(problem_id)
         rows["episode_seed"].append(seed + i)
         rows["domain"].append(info["domain"])
@@ -323,10 +352,21 @@ class ModelPolicy(Policy):
         max_new_tokens: Output limit per action.
         temperature: Sampling temperature (0: greedy).
         name: The policy's name.
+        prompt_builder: Turns an observation into the user message (default: the env's prompt).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, *, max_new_tokens: int = 1024, temperature: float = 1.0, name: str = "model") -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        max_new_tokens: int = 1024,
+        temperature: float = 1.0,
+        name: str = "model",
+        prompt_builder: PromptBuilder = full_prompt,
+    ) -> None:
         self.model = model
+        self.prompt_builder = prompt_builder
         self.tokenizer = tokenizer
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
@@ -339,7 +379,7 @@ class ModelPolicy(Policy):
         if not observations:
             return []
         texts = [
-            self.tokenizer.apply_chat_template([{"role": "user", "content": o["prompt"]}], tokenize=False, add_generation_prompt=True)
+            self.tokenizer.apply_chat_template([{"role": "user", "content": self.prompt_builder(o)}], tokenize=False, add_generation_prompt=True)
             for o in observations
         ]
         side = self.tokenizer.padding_side
@@ -386,6 +426,8 @@ class GRPORecipe:
         env_options: Other env options (``max_rounds``, ``subpool_size``, ``examples``, ...).
         suite_options: Options for the suite's factory.
         problems: Use at most this many problems (``None``: the whole split).
+        prompt: ``"full"`` (the env's Conductor prompt, the paper's) or ``"compact"`` (see
+            :func:`compact_prompt`; cheaper for small models after a format warm start).
         output_dir: Where checkpoints, the final model and ``rewards.json`` go.
         max_steps: Optimizer steps.
         questions_per_step: Distinct questions per step.
@@ -421,6 +463,7 @@ class GRPORecipe:
     env_options: dict[str, Any] = field(default_factory=dict)
     suite_options: dict[str, Any] = field(default_factory=dict)
     problems: int | None = None
+    prompt: str = "full"
     output_dir: str = "runs/grpo"
     max_steps: int = 200
     questions_per_step: int = 4
@@ -518,6 +561,13 @@ def grpo_config(recipe: GRPORecipe) -> Any:
         options["model_init_kwargs"] = {"dtype": "bfloat16"}
     options.update(recipe.trainer_options)
     return GRPOConfig(**options)
+
+
+def prompt_builder_of(name: str) -> PromptBuilder:
+    """Returns the prompt builder called ``name`` (a key of :data:`PROMPTS`)."""
+    if name not in PROMPTS:
+        raise ValueError(f"unknown prompt {name!r}; use one of {sorted(PROMPTS)}")
+    return PROMPTS[name]
 
 
 def resolve_model_path(model: str) -> str:
@@ -628,8 +678,9 @@ def build_trainer(
     env_options = dict(recipe.env_options)
     env_options.setdefault("round_discount", recipe.round_discount)
     factory = factory or EnvFactory(recipe.env, recipe.pool, split=recipe.split, suite_options=recipe.suite_options, **env_options)
+    prompt_builder = prompt_builder_of(recipe.prompt)
     if dataset is None:
-        dataset = build_dataset(factory, limit=recipe.problems, seed=recipe.seed)
+        dataset = build_dataset(factory, limit=recipe.problems, seed=recipe.seed, prompt_builder=prompt_builder)
     model_path = resolve_model_path(recipe.model)
     tokenizer = load_tokenizer(model_path)
     reward = ConductorReward(factory, followup=followup)
@@ -652,6 +703,7 @@ def build_trainer(
             max_new_tokens=recipe.max_completion_length,
             temperature=recipe.temperature,
             name="trained-model",
+            prompt_builder=prompt_builder,
         )
     )
     return trainer, reward
@@ -722,6 +774,7 @@ def train_grpo(recipe: GRPORecipe, *, callbacks: Sequence[Any] = (), followup: P
                 lora_top_layers=recipe.lora_top_layers,
                 seed=recipe.seed,
                 limit=recipe.problems,
+                prompt_builder=prompt_builder_of(recipe.prompt),
             )
         trainer, reward = build_trainer(recipe, factory=factory, followup=followup, callbacks=callbacks, model=model)
         trainer.train()

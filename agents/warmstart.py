@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from conductor_env.agents.baselines import build_workflow, worker_ids
-from conductor_env.agents.grpo import EnvFactory, load_tokenizer, lora_config
+from conductor_env.agents.grpo import EnvFactory, PromptBuilder, full_prompt, load_tokenizer, lora_config
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +29,14 @@ logger = logging.getLogger(__name__)
 WARM_START_SUBTASK = "Solve it; answer in the format the task asks for."
 
 
-def warm_start_rows(factory: EnvFactory, *, limit: int | None = None, seed: int = 0) -> list[list[tuple[str, str]]]:
+def warm_start_rows(
+    factory: EnvFactory,
+    *,
+    limit: int | None = None,
+    seed: int = 0,
+    prompt_builder: PromptBuilder = full_prompt,
+    subtask: str = WARM_START_SUBTASK,
+) -> list[list[tuple[str, str]]]:
     """Returns, per problem, ``(prompt, workflow text)`` pairs: one single-step workflow per shown worker.
 
     Every prompt comes with *each* worker once, so the cross-entropy optimum is a uniform choice
@@ -39,6 +46,8 @@ def warm_start_rows(factory: EnvFactory, *, limit: int | None = None, seed: int 
         factory: The env factory (its split chooses the problems).
         limit: Use at most this many problems, spread over the split.
         seed: Seed of the episodes.
+        prompt_builder: Turns the observation into the user message (as in GRPO).
+        subtask: The one step's instruction (shorter means shorter, cheaper completions).
     """
     env = factory()
     problems = list(env.problems)
@@ -48,8 +57,8 @@ def warm_start_rows(factory: EnvFactory, *, limit: int | None = None, seed: int 
     groups = []
     for i, problem in enumerate(problems):
         observation, _ = env.reset(seed=seed + i, options={"problem_id": problem.id})
-        actions = [build_workflow([(worker, WARM_START_SUBTASK, False)]).render() for worker in worker_ids(observation)]
-        groups.append([(observation["prompt"], action) for action in actions])
+        actions = [build_workflow([(worker, subtask, False)]).render() for worker in worker_ids(observation)]
+        groups.append([(prompt_builder(observation), action) for action in actions])
     return groups
 
 
@@ -87,6 +96,8 @@ def format_warm_start(
     lora_top_layers: int | None = None,
     seed: int = 0,
     limit: int | None = None,
+    prompt_builder: PromptBuilder = full_prompt,
+    subtask: str = WARM_START_SUBTASK,
 ) -> Any:
     """Fine-tunes ``model_path`` on rendered valid workflows and returns the merged model.
 
@@ -100,6 +111,8 @@ def format_warm_start(
         lora_top_layers: Adapt only the top N transformer layers (cheaper backward pass).
         seed: Seed of the rows, their order and the LoRA initialisation.
         limit: Use at most this many problems.
+        prompt_builder: Turns the observation into the user message (use GRPO's).
+        subtask: The instruction of the rendered single-step workflows.
 
     Returns:
         The fine-tuned ``transformers`` model (LoRA merged, in train mode), with the per-step
@@ -117,7 +130,7 @@ def format_warm_start(
     base = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).to(device)
     model = get_peft_model(base, lora_config(model_path, r=lora_r, alpha=2 * lora_r, top_layers=lora_top_layers))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=learning_rate)
-    groups = warm_start_rows(factory, limit=limit, seed=seed)
+    groups = warm_start_rows(factory, limit=limit, seed=seed, prompt_builder=prompt_builder, subtask=subtask)
     order = random.Random(seed)
     model.train()
     losses = []

@@ -35,6 +35,7 @@ from conductor_env.agents.grpo import (
     GRPORecipe,
     ModelPolicy,
     build_dataset,
+    PROMPTS,
     build_trainer,
     load_tokenizer,
     resolve_model_path,
@@ -85,8 +86,9 @@ def summarise(results: list[dict]) -> dict:
     }
 
 
-def evaluate_model(model, tokenizer, made: EnvFactory, rows, samples: int, max_new_tokens: int) -> dict:
-    policy = ModelPolicy(model, tokenizer, max_new_tokens=max_new_tokens, temperature=1.0)
+def evaluate_model(model, tokenizer, made: EnvFactory, rows, samples: int, max_new_tokens: int, temperature: float = 1.0) -> dict:
+    """Held-out reward of the model as a Conductor: ``samples`` sampled actions per row (greedy at 0)."""
+    policy = ModelPolicy(model, tokenizer, max_new_tokens=max_new_tokens, temperature=temperature)
     batch = [row for row in rows for _ in range(samples)]
     started = time.perf_counter()
     actions = policy.generate([{"prompt": row["prompt"][0]["content"]} for row in batch])
@@ -98,16 +100,18 @@ def evaluate_model(model, tokenizer, made: EnvFactory, rows, samples: int, max_n
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20, help="GRPO steps")
-    parser.add_argument("--questions-per-step", type=int, default=4)
-    parser.add_argument("--num-generations", type=int, default=3)
-    parser.add_argument("--learning-rate", type=float, default=3e-4)
+    parser.add_argument("--steps", type=int, default=30, help="GRPO steps")
+    parser.add_argument("--questions-per-step", type=int, default=6)
+    parser.add_argument("--num-generations", type=int, default=4)
+    parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--lora-r", type=int, default=16)
     parser.add_argument("--lora-top-layers", type=int, default=6)
     parser.add_argument("--warmup-steps", type=int, default=20, help="format warm start steps")
-    parser.add_argument("--max-completion-length", type=int, default=40)
+    parser.add_argument("--max-completion-length", type=int, default=28)
     parser.add_argument("--eval-questions", type=int, default=12)
     parser.add_argument("--eval-samples", type=int, default=2)
+    parser.add_argument("--prompt", default="compact", choices=sorted(PROMPTS), help="Conductor prompt given to the model")
+    parser.add_argument("--subtask", default="Solve it.", help="the warm start's step instruction (short: cheap completions)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(HERE / "results" / "grpo_learning"))
     args = parser.parse_args()
@@ -117,7 +121,8 @@ def main() -> None:
     clock = time.perf_counter()
 
     train, held_out = factory("train", 20), factory("validation", 4)
-    eval_rows = list(build_dataset(held_out, limit=args.eval_questions, seed=10_000))
+    prompt_builder = PROMPTS[args.prompt]
+    eval_rows = list(build_dataset(held_out, limit=args.eval_questions, seed=10_000, prompt_builder=prompt_builder))
     model_path = resolve_model_path("gemma3-270m")
     tokenizer = load_tokenizer(model_path)
 
@@ -139,10 +144,18 @@ def main() -> None:
     print(f"random baseline: mean reward {random_baseline['mean_reward']:.3f}", flush=True)
 
     clock = time.perf_counter()
-    warmed = format_warm_start(model_path, train, steps=args.warmup_steps, lora_top_layers=args.lora_top_layers, seed=args.seed)
+    warmed = format_warm_start(
+        model_path, train, steps=args.warmup_steps, lora_top_layers=args.lora_top_layers, seed=args.seed, prompt_builder=prompt_builder,
+        subtask=args.subtask,
+    )
     timings["warm_start_s"] = time.perf_counter() - clock
     start = evaluate_model(warmed, tokenizer, held_out, eval_rows, args.eval_samples, args.max_completion_length)
-    print(f"after the format warm start: parse rate {start['parse_rate']:.2f}, mean reward {start['mean_reward']:.3f}", flush=True)
+    start_greedy = evaluate_model(warmed, tokenizer, held_out, eval_rows, 1, args.max_completion_length, temperature=0.0)
+    print(
+        f"after the format warm start: parse rate {start['parse_rate']:.2f}, mean reward {start['mean_reward']:.3f} "
+        f"(greedy {start_greedy['mean_reward']:.3f})",
+        flush=True,
+    )
 
     recipe = GRPORecipe(
         model=model_path,
@@ -156,13 +169,15 @@ def main() -> None:
         lr_scheduler_type="constant",
         warmup_ratio=0.0,
         max_completion_length=args.max_completion_length,
+        prompt=args.prompt,
         lora_r=args.lora_r,
         lora_alpha=2 * args.lora_r,
         lora_top_layers=args.lora_top_layers,
         seed=args.seed,
     )
     clock = time.perf_counter()
-    trainer, reward = build_trainer(recipe, factory=train, dataset=build_dataset(train, seed=args.seed), model=warmed)
+    dataset = build_dataset(train, seed=args.seed, prompt_builder=prompt_builder)
+    trainer, reward = build_trainer(recipe, factory=train, dataset=dataset, model=warmed)
     trainer.train()
     timings["grpo_s"] = time.perf_counter() - clock
     curve = [entry[f"rewards/{REWARD_NAME}/mean"] for entry in trainer.state.log_history if f"rewards/{REWARD_NAME}/mean" in entry]
@@ -174,7 +189,12 @@ def main() -> None:
         expert_rate.append(round(sum(routed) / max(1, len(played)), 4))
         parse_rate.append(round(sum(r.parse_error is None for r in played) / max(1, len(played)), 4))
     end = evaluate_model(trainer.model, tokenizer, held_out, eval_rows, args.eval_samples, args.max_completion_length)
-    print(f"after {args.steps} GRPO steps: parse rate {end['parse_rate']:.2f}, mean reward {end['mean_reward']:.3f}", flush=True)
+    end_greedy = evaluate_model(trainer.model, tokenizer, held_out, eval_rows, 1, args.max_completion_length, temperature=0.0)
+    print(
+        f"after {args.steps} GRPO steps: parse rate {end['parse_rate']:.2f}, mean reward {end['mean_reward']:.3f} "
+        f"(greedy {end_greedy['mean_reward']:.3f})",
+        flush=True,
+    )
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -183,7 +203,9 @@ def main() -> None:
         "zero_shot": zero_shot,
         "random_baseline": random_baseline,
         "after_warm_start": start,
+        "after_warm_start_greedy": start_greedy,
         "after_grpo": end,
+        "after_grpo_greedy": end_greedy,
         "warm_start_losses": getattr(warmed, "warm_start_losses", []),
         "train_reward_per_step": curve,
         "train_expert_rate_per_step": expert_rate,

@@ -119,6 +119,24 @@ def test_warm_start_rows_cover_every_worker_once(factory):
         workers = [parse_workflow(action, num_workers=3).steps[0].worker for _, action in group]
         assert workers == [0, 1, 2]  # every shown worker once: a uniform choice is the optimum
         assert all("format the task asks for" in action for _, action in group)
+    short = warm_start_rows(factory, limit=1, seed=1, subtask="Solve it.")
+    assert all('subtasks = ["Solve it."]' in action for _, action in short[0])
+
+
+def test_compact_prompt_keeps_the_workers_and_the_task(factory):
+    from conductor_env.agents.commands import recipe_from_args
+    from conductor_env.agents.grpo import compact_prompt, prompt_builder_of
+    from conductor_env.cli import build_parser
+
+    observation, _ = factory().reset(seed=0)
+    text = compact_prompt(observation)
+    assert observation["question"] in text and observation["workers"] in text and "model_id" in text
+    assert len(text) < len(observation["prompt"]) / 2
+    rows = build_dataset(factory, limit=2, prompt_builder=compact_prompt)
+    assert all(row["prompt"][0]["content"].startswith("Workers:") for row in rows)
+    assert recipe_from_args(build_parser().parse_args(["train", "grpo", "--prompt", "compact"])).prompt == "compact"
+    with pytest.raises(ValueError, match="unknown prompt"):
+        prompt_builder_of("verbose")
 
 
 def test_paper_defaults():
