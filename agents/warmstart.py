@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import Any
+from typing import Any, Callable
 
 from conductor_env.agents.baselines import build_workflow, worker_ids
 from conductor_env.agents.grpo import EnvFactory, PromptBuilder, full_prompt, load_tokenizer, lora_config
@@ -36,6 +36,7 @@ def warm_start_rows(
     seed: int = 0,
     prompt_builder: PromptBuilder = full_prompt,
     subtask: str = WARM_START_SUBTASK,
+    preamble: Callable[[dict[str, Any]], str] | None = None,
 ) -> list[list[tuple[str, str]]]:
     """Returns, per problem, ``(prompt, workflow text)`` pairs: one single-step workflow per shown worker.
 
@@ -48,6 +49,8 @@ def warm_start_rows(
         seed: Seed of the episodes.
         prompt_builder: Turns the observation into the user message (as in GRPO).
         subtask: The one step's instruction (shorter means shorter, cheaper completions).
+        preamble: Maps the episode's reset ``info`` to a line of reasoning written before the
+            lists (e.g. naming the task's domain), which the format allows; ``None``: lists only.
     """
     env = factory()
     problems = list(env.problems)
@@ -56,8 +59,9 @@ def warm_start_rows(
         problems = [problems[int(i * stride)] for i in range(limit)]
     groups = []
     for i, problem in enumerate(problems):
-        observation, _ = env.reset(seed=seed + i, options={"problem_id": problem.id})
-        actions = [build_workflow([(worker, subtask, False)]).render() for worker in worker_ids(observation)]
+        observation, info = env.reset(seed=seed + i, options={"problem_id": problem.id})
+        lead = f"{preamble(info)}\n" if preamble is not None else ""
+        actions = [lead + build_workflow([(worker, subtask, False)]).render() for worker in worker_ids(observation)]
         groups.append([(prompt_builder(observation), action) for action in actions])
     return groups
 
@@ -98,6 +102,7 @@ def format_warm_start(
     limit: int | None = None,
     prompt_builder: PromptBuilder = full_prompt,
     subtask: str = WARM_START_SUBTASK,
+    preamble: Callable[[dict[str, Any]], str] | None = None,
 ) -> Any:
     """Fine-tunes ``model_path`` on rendered valid workflows and returns the merged model.
 
@@ -113,6 +118,8 @@ def format_warm_start(
         limit: Use at most this many problems.
         prompt_builder: Turns the observation into the user message (use GRPO's).
         subtask: The instruction of the rendered single-step workflows.
+        preamble: A line of reasoning before the lists, from the reset ``info`` (see
+            :func:`warm_start_rows`).
 
     Returns:
         The fine-tuned ``transformers`` model (LoRA merged, in train mode), with the per-step
@@ -130,7 +137,7 @@ def format_warm_start(
     base = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).to(device)
     model = get_peft_model(base, lora_config(model_path, r=lora_r, alpha=2 * lora_r, top_layers=lora_top_layers))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=learning_rate)
-    groups = warm_start_rows(factory, limit=limit, seed=seed, prompt_builder=prompt_builder, subtask=subtask)
+    groups = warm_start_rows(factory, limit=limit, seed=seed, prompt_builder=prompt_builder, subtask=subtask, preamble=preamble)
     order = random.Random(seed)
     model.train()
     losses = []

@@ -91,15 +91,27 @@ def main() -> None:
     parser.add_argument("--worker-max-tokens", type=int, default=128, help="worker output limit on HumanEval")
     parser.add_argument("--conductor-max-tokens", type=int, default=256, help="output limit of llm:gemma-greedy")
     parser.add_argument("--sandbox", default="auto")
+    parser.add_argument("--policies", nargs="+", default=SPECS, help="policy specs to run (default: every baseline)")
+    parser.add_argument("--merge", action="store_true", help="add these policies' rows to an existing --out file")
     parser.add_argument("--out", default=str(HERE / "results" / "baselines.json"))
     args = parser.parse_args()
-    figures: dict[str, dict] = {"settings": vars(args)}
+    out = Path(args.out)
+    figures: dict[str, dict] = json.loads(out.read_text(encoding="utf-8")) if args.merge and out.exists() else {}
+    figures["settings"] = {k: v for k, v in vars(args).items() if k not in ("policies", "merge")}
+
+    def keep(suite: str, result: dict) -> None:
+        """Stores a suite's rows, next to rows of earlier runs when merging."""
+        earlier = figures.get(suite, {"policies": {}, "seconds_by_run": []})
+        earlier["policies"].update(result["policies"])
+        earlier["problems"] = result["problems"]
+        earlier.setdefault("seconds_by_run", []).append({"policies": list(result["policies"]), "seconds": result["seconds"]})
+        figures[suite] = {k: v for k, v in earlier.items() if k != "seconds"}
 
     if "rg" in args.suites:
         simulated = load_pool("simulated")
         make = lambda: ConductorEnv("rg", simulated)  # noqa: E731
-        policies = [make_policy(spec, max_tokens=args.conductor_max_tokens) for spec in SPECS]
-        figures["Conductor-RG-v0 / simulated"] = run_sync(run_suite("Conductor-RG-v0, simulated pool", make, policies, args.rg_problems, 64))
+        policies = [make_policy(spec, max_tokens=args.conductor_max_tokens) for spec in args.policies]
+        keep("Conductor-RG-v0 / simulated", run_sync(run_suite("Conductor-RG-v0, simulated pool", make, policies, args.rg_problems, 64)))
         for policy in policies:
             run_sync(policy.aclose())
         run_sync(simulated.aclose())
@@ -110,12 +122,11 @@ def main() -> None:
         local = load_pool("local")
         suite = get_suite("humaneval", sandbox=args.sandbox)
         make = lambda: ConductorEnv(suite, local, worker_max_tokens=args.worker_max_tokens)  # noqa: E731
-        policies = [make_policy(spec, pool=local, max_tokens=args.conductor_max_tokens) for spec in SPECS]
-        figures["Conductor-HumanEval-v0 / local"] = run_sync(run_suite("Conductor-HumanEval-v0, local pool (Gemma 3 270M)", make, policies, args.humaneval_problems, 32))
+        policies = [make_policy(spec, pool=local, max_tokens=args.conductor_max_tokens) for spec in args.policies]
+        keep("Conductor-HumanEval-v0 / local", run_sync(run_suite("Conductor-HumanEval-v0, local pool (Gemma 3 270M)", make, policies, args.humaneval_problems, 32)))
         run_sync(local.aclose())
         suite.close()
 
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(figures, indent=1), encoding="utf-8")
     print(f"\nwrote {out}")

@@ -2,7 +2,10 @@
 
 Setup: Conductor-RG-v0 with math, language and reasoning datasets, and a simulated pool with one
 expert per domain (benchmarks/pools/experts.toml: skill 0.95 in its domain, 0.1 elsewhere), so
-reward 1 needs the right worker for each question. Steps:
+reward 1 needs the right worker for each question. The prompt is the compact one (workers and
+task) and shows the workers' names and descriptions (``--no-show-names`` hides them, as the env
+does by default and the paper did; the anonymous run needs many more steps than a CPU run
+allows). Steps:
 
 1. zero-shot: how often the base model's output parses at all (sampled at temperature 1);
 2. the ``random`` baseline's mean reward on held-out (validation) questions;
@@ -13,7 +16,7 @@ reward 1 needs the right worker for each question. Steps:
 6. held-out reward after GRPO (the "end").
 
 Writes the curve to benchmarks/results/grpo_learning.png and all figures to
-benchmarks/results/grpo_learning.json. Run (about 20-40 minutes on 2 CPU cores)::
+benchmarks/results/grpo_learning.json. Run (about 30 minutes on 2 idle CPU cores)::
 
     python benchmarks/bench_grpo_learning.py
 """
@@ -50,8 +53,10 @@ EXPERT = {"math": 0, "language": 1, "reasoning": 2}
 DATASETS = ["basic_arithmetic", "chain_sum", "letter_counting", "spell_backward", "syllogism", "family_relationships"]
 
 
-def factory(split: str, size: int) -> EnvFactory:
-    return EnvFactory("Conductor-RG-v0", str(POOL), split=split, examples="none", suite_options={"datasets": DATASETS, "size": size})
+def factory(split: str, size: int, show_names: bool) -> EnvFactory:
+    return EnvFactory(
+        "Conductor-RG-v0", str(POOL), split=split, examples="none", show_names=show_names, suite_options={"datasets": DATASETS, "size": size}
+    )
 
 
 def play(made: EnvFactory, rows, actions) -> list[dict]:
@@ -101,17 +106,25 @@ def evaluate_model(model, tokenizer, made: EnvFactory, rows, samples: int, max_n
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30, help="GRPO steps")
-    parser.add_argument("--questions-per-step", type=int, default=6)
-    parser.add_argument("--num-generations", type=int, default=4)
+    parser.add_argument("--questions-per-step", type=int, default=4)
+    parser.add_argument("--num-generations", type=int, default=6)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--lora-r", type=int, default=16)
     parser.add_argument("--lora-top-layers", type=int, default=6)
-    parser.add_argument("--warmup-steps", type=int, default=20, help="format warm start steps")
-    parser.add_argument("--max-completion-length", type=int, default=28)
+    parser.add_argument("--warmup-steps", type=int, default=30, help="format warm start steps")
+    parser.add_argument("--max-completion-length", type=int, default=34)
     parser.add_argument("--eval-questions", type=int, default=12)
     parser.add_argument("--eval-samples", type=int, default=2)
     parser.add_argument("--prompt", default="compact", choices=sorted(PROMPTS), help="Conductor prompt given to the model")
     parser.add_argument("--subtask", default="Solve it.", help="the warm start's step instruction (short: cheap completions)")
+    parser.add_argument(
+        "--show-names", action=argparse.BooleanOptionalAction, default=True,
+        help="show the workers' names and descriptions (the env hides them by default, as the paper does)",
+    )
+    parser.add_argument(
+        "--domain-preamble", action=argparse.BooleanOptionalAction, default=True,
+        help="the warm start writes 'Domain: <domain>.' before the lists (it teaches the format and to name the domain, not the routing)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(HERE / "results" / "grpo_learning"))
     args = parser.parse_args()
@@ -120,7 +133,7 @@ def main() -> None:
     timings: dict[str, float] = {}
     clock = time.perf_counter()
 
-    train, held_out = factory("train", 20), factory("validation", 4)
+    train, held_out = factory("train", 20, args.show_names), factory("validation", 4, args.show_names)
     prompt_builder = PROMPTS[args.prompt]
     eval_rows = list(build_dataset(held_out, limit=args.eval_questions, seed=10_000, prompt_builder=prompt_builder))
     model_path = resolve_model_path("gemma3-270m")
@@ -147,6 +160,7 @@ def main() -> None:
     warmed = format_warm_start(
         model_path, train, steps=args.warmup_steps, lora_top_layers=args.lora_top_layers, seed=args.seed, prompt_builder=prompt_builder,
         subtask=args.subtask,
+        preamble=(lambda info: f"Domain: {info['domain']}.") if args.domain_preamble else None,
     )
     timings["warm_start_s"] = time.perf_counter() - clock
     start = evaluate_model(warmed, tokenizer, held_out, eval_rows, args.eval_samples, args.max_completion_length)

@@ -119,8 +119,10 @@ def test_warm_start_rows_cover_every_worker_once(factory):
         workers = [parse_workflow(action, num_workers=3).steps[0].worker for _, action in group]
         assert workers == [0, 1, 2]  # every shown worker once: a uniform choice is the optimum
         assert all("format the task asks for" in action for _, action in group)
-    short = warm_start_rows(factory, limit=1, seed=1, subtask="Solve it.")
-    assert all('subtasks = ["Solve it."]' in action for _, action in short[0])
+    short = warm_start_rows(factory, limit=1, seed=1, subtask="Solve it.", preamble=lambda info: f"Domain: {info['domain']}.")
+    for worker, (_, action) in enumerate(short[0]):
+        assert action.startswith("Domain: ") and 'subtasks = ["Solve it."]' in action
+        assert parse_workflow(action, num_workers=3).steps[0].worker == worker  # the line is reasoning, not a list
 
 
 def test_compact_prompt_keeps_the_workers_and_the_task(factory):
