@@ -9,8 +9,10 @@ allows). Steps:
 
 1. zero-shot: how often the base model's output parses at all (sampled at temperature 1);
 2. the ``random`` baseline's mean reward on held-out (validation) questions;
-3. a short supervised format warm start on rendered single-step workflows with a uniformly
-   random worker (it teaches the format, not the routing: see agents/warmstart.py);
+3. a short supervised format warm start on rendered single-step workflows, each prompt with
+   every worker once, after a one-line preamble naming the task's domain (it teaches the format
+   and to name the domain, not the routing: see agents/warmstart.py; ``--no-domain-preamble``
+   drops the line);
 4. held-out reward after the warm start (the "start");
 5. GRPO through the TRL adapter (LoRA, CPU), logging the env's mean reward per step;
 6. held-out reward after GRPO (the "end").
@@ -108,7 +110,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30, help="GRPO steps")
     parser.add_argument("--questions-per-step", type=int, default=4)
     parser.add_argument("--num-generations", type=int, default=6)
-    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--learning-rate", type=float, default=3e-4)
+    parser.add_argument("--temperature", type=float, default=1.0, help="GRPO sampling temperature (above 1 keeps exploring longer)")
     parser.add_argument("--lora-r", type=int, default=16)
     parser.add_argument("--lora-top-layers", type=int, default=6)
     parser.add_argument("--warmup-steps", type=int, default=30, help="format warm start steps")
@@ -183,6 +186,7 @@ def main() -> None:
         lr_scheduler_type="constant",
         warmup_ratio=0.0,
         max_completion_length=args.max_completion_length,
+        temperature=args.temperature,
         prompt=args.prompt,
         lora_r=args.lora_r,
         lora_alpha=2 * args.lora_r,
