@@ -10,7 +10,7 @@ from conductor_env.cli import UsageError
 
 #: Recipe fields set from same-named command-line flags (``--max-steps`` -> ``max_steps``).
 _RECIPE_FLAGS = (
-    "model", "env", "pool", "split", "problems", "prompt", "output_dir", "max_steps", "questions_per_step",
+    "model", "env", "pool", "split", "problems", "balance_domains", "prompt", "output_dir", "max_steps", "questions_per_step",
     "num_generations", "per_device_batch_size", "learning_rate", "lr_scheduler_type", "warmup_ratio",
     "epsilon", "beta", "loss_type", "scale_rewards", "max_completion_length", "temperature",
     "round_discount", "lora_r", "lora_alpha", "lora_top_layers", "format_warmup_steps", "format_warmup_lr", "seed",
@@ -44,6 +44,10 @@ def register(subparsers: Any) -> None:
     add("--env-option", action="append", default=[], metavar="KEY=VALUE", help="ConductorEnv option, e.g. max_rounds=2 (repeatable; JSON values)")
     add("--suite-option", action="append", default=[], metavar="KEY=VALUE", help="task-suite option, e.g. size=20 (repeatable; JSON values)")
     add("--problems", type=int, default=defaults.problems, help="use at most this many problems of the split")
+    add(
+        "--balance-domains", action=argparse.BooleanOptionalAction, default=defaults.balance_domains,
+        help="give every step each domain equally (round-robin order, no shuffle; not in the paper)",
+    )
     add("--prompt", default=defaults.prompt, choices=["full", "compact"], help="the env's Conductor prompt, or a compact one (question + workers) for small models after a format warm start")
     add("--output-dir", default=defaults.output_dir, help="checkpoints, final model and rewards.json")
     add("--max-steps", type=int, default=defaults.max_steps, help="optimizer steps")

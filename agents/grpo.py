@@ -42,6 +42,7 @@ import asyncio
 import json
 import logging
 import math
+import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -151,6 +152,7 @@ def build_dataset(
     seed: int = 0,
     problem_ids: Sequence[str] | None = None,
     prompt_builder: PromptBuilder = full_prompt,
+    balance_domains: bool = False,
 ) -> Any:
     """Builds the GRPO training dataset: one conversational row per problem.
 
@@ -160,6 +162,10 @@ def build_dataset(
         seed: Base of each row's ``episode_seed`` (row ``i`` gets ``seed + i``).
         problem_ids: Use exactly these problems instead.
         prompt_builder: Turns the observation into the user message (default: the env's prompt).
+        balance_domains: Order the rows round-robin over the domains (each domain's problems
+            shuffled with ``seed``), so that, read in order, every window of ``k`` rows per
+            domain holds ``k`` of each while they last. Train on it unshuffled
+            (``GRPORecipe.balance_domains``) and every step sees each domain equally.
 
     Returns:
         A :class:`datasets.Dataset` with ``prompt`` (one user message), ``problem_id``,
@@ -174,6 +180,8 @@ def build_dataset(
             stride = len(problems) / limit
             problems = [problems[int(i * stride)] for i in range(limit)]
         problem_ids = [p.id for p in problems]
+    if balance_domains:
+        problem_ids = _round_robin_by_domain(env, problem_ids, seed)
     rows: dict[str, list[Any]] = {"prompt": [], "problem_id": [], "episode_seed": [], "domain": []}
     for i, problem_id in enumerate(problem_ids):
         observation, info = env.reset(seed=seed + i, options={"problem_id": problem_id})
@@ -182,6 +190,17 @@ def build_dataset(
         rows["episode_seed"].append(seed + i)
         rows["domain"].append(info["domain"])
     return Dataset.from_dict(rows)
+
+
+def _round_robin_by_domain(env: ConductorEnv, problem_ids: Sequence[str], seed: int) -> list[str]:
+    """Interleaves the problems' domains (each domain's order shuffled with ``seed``)."""
+    domain_of = {p.id: p.domain for p in env.problems}
+    by_domain: dict[str, list[str]] = {}
+    for problem_id in problem_ids:
+        by_domain.setdefault(domain_of[problem_id], []).append(problem_id)
+    order = random.Random(seed)
+    queues = [order.sample(ids, len(ids)) for _, ids in sorted(by_domain.items())]
+    return [queue[i] for i in range(max(map(len, queues), default=0)) for queue in queues if i < len(queue)]
 
 
 # ------------------------------------------------------------------------------------ the reward
@@ -426,6 +445,10 @@ class GRPORecipe:
         env_options: Other env options (``max_rounds``, ``subpool_size``, ``examples``, ...).
         suite_options: Options for the suite's factory.
         problems: Use at most this many problems (``None``: the whole split).
+        balance_domains: Feed the questions in a fixed round-robin order over the domains instead
+            of TRL's shuffle, so each step (``questions_per_step`` a multiple of the number of
+            domains) holds every domain equally. Not in the paper; on a small mixed-domain
+            suite it stops the batch's domain mix from pushing one worker up for every question.
         prompt: ``"full"`` (the env's Conductor prompt, the paper's) or ``"compact"`` (see
             :func:`compact_prompt`; cheaper for small models after a format warm start).
         output_dir: Where checkpoints, the final model and ``rewards.json`` go.
@@ -463,6 +486,7 @@ class GRPORecipe:
     env_options: dict[str, Any] = field(default_factory=dict)
     suite_options: dict[str, Any] = field(default_factory=dict)
     problems: int | None = None
+    balance_domains: bool = False
     prompt: str = "full"
     output_dir: str = "runs/grpo"
     max_steps: int = 200
@@ -555,6 +579,8 @@ def grpo_config(recipe: GRPORecipe) -> Any:
     )
     if recipe.save_steps:
         options["save_steps"] = recipe.save_steps
+    if recipe.balance_domains:
+        options["shuffle_dataset"] = False  # keep build_dataset's round-robin order
     if use_vllm:
         options["vllm_mode"] = "colocate"
     if cuda:
@@ -680,7 +706,13 @@ def build_trainer(
     factory = factory or EnvFactory(recipe.env, recipe.pool, split=recipe.split, suite_options=recipe.suite_options, **env_options)
     prompt_builder = prompt_builder_of(recipe.prompt)
     if dataset is None:
-        dataset = build_dataset(factory, limit=recipe.problems, seed=recipe.seed, prompt_builder=prompt_builder)
+        dataset = build_dataset(
+            factory, limit=recipe.problems, seed=recipe.seed, prompt_builder=prompt_builder, balance_domains=recipe.balance_domains
+        )
+    if recipe.balance_domains:
+        domains = len(set(dataset["domain"]))
+        if recipe.questions_per_step % domains:
+            logger.warning("balance_domains: %d questions per step do not split evenly over %d domains", recipe.questions_per_step, domains)
     model_path = resolve_model_path(recipe.model)
     tokenizer = load_tokenizer(model_path)
     reward = ConductorReward(factory, followup=followup)

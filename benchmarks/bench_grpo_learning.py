@@ -108,9 +108,13 @@ def evaluate_model(model, tokenizer, made: EnvFactory, rows, samples: int, max_n
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30, help="GRPO steps")
-    parser.add_argument("--questions-per-step", type=int, default=4)
-    parser.add_argument("--num-generations", type=int, default=6)
+    parser.add_argument("--questions-per-step", type=int, default=6, help="a multiple of 3 keeps the domains balanced")
+    parser.add_argument("--num-generations", type=int, default=4)
     parser.add_argument("--learning-rate", type=float, default=3e-4)
+    parser.add_argument(
+        "--lr-warmup-ratio", type=float, default=0.2,
+        help="fraction of the GRPO steps over which the learning rate ramps up (Adam's first full-size steps otherwise collapse the worker choice)",
+    )
     parser.add_argument("--temperature", type=float, default=1.0, help="GRPO sampling temperature (above 1 keeps exploring longer)")
     parser.add_argument("--lora-r", type=int, default=16)
     parser.add_argument("--lora-top-layers", type=int, default=6)
@@ -127,6 +131,10 @@ def main() -> None:
     parser.add_argument(
         "--domain-preamble", action=argparse.BooleanOptionalAction, default=True,
         help="the warm start writes 'Domain: <domain>.' before the lists (it teaches the format and to name the domain, not the routing)",
+    )
+    parser.add_argument(
+        "--balance-domains", action=argparse.BooleanOptionalAction, default=True,
+        help="every GRPO step sees each domain equally (GRPORecipe.balance_domains)",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(HERE / "results" / "grpo_learning"))
@@ -183,8 +191,8 @@ def main() -> None:
         questions_per_step=args.questions_per_step,
         num_generations=args.num_generations,
         learning_rate=args.learning_rate,
-        lr_scheduler_type="constant",
-        warmup_ratio=0.0,
+        lr_scheduler_type="constant_with_warmup",
+        warmup_ratio=args.lr_warmup_ratio,
         max_completion_length=args.max_completion_length,
         temperature=args.temperature,
         prompt=args.prompt,
@@ -192,9 +200,10 @@ def main() -> None:
         lora_alpha=2 * args.lora_r,
         lora_top_layers=args.lora_top_layers,
         seed=args.seed,
+        balance_domains=args.balance_domains,
     )
     clock = time.perf_counter()
-    dataset = build_dataset(train, seed=args.seed, prompt_builder=prompt_builder)
+    dataset = build_dataset(train, seed=args.seed, prompt_builder=prompt_builder, balance_domains=args.balance_domains)
     trainer, reward = build_trainer(recipe, factory=train, dataset=dataset, model=warmed)
     trainer.train()
     timings["grpo_s"] = time.perf_counter() - clock

@@ -65,6 +65,20 @@ def test_dataset_rows_replay_the_observation(factory):
         assert row["domain"] == info["domain"]
 
 
+def test_balanced_dataset_alternates_the_domains(factory):
+    plain = build_dataset(factory, seed=3)
+    balanced = build_dataset(factory, seed=3, balance_domains=True)
+    assert sorted(balanced["problem_id"]) == sorted(plain["problem_id"])
+    domains = balanced["domain"]
+    assert len(set(domains)) == 2
+    pairs = [set(domains[i : i + 2]) for i in range(0, len(domains) - 1, 2)]
+    assert all(len(pair) == 2 for pair in pairs[: min(domains.count(d) for d in set(domains))])
+    assert balanced["episode_seed"] == list(range(3, 3 + len(balanced)))
+    assert build_dataset(factory, seed=4, balance_domains=True)["problem_id"] != balanced["problem_id"]  # shuffled per seed
+    assert grpo_config(GRPORecipe(balance_domains=True)).shuffle_dataset is False
+    assert grpo_config(GRPORecipe()).shuffle_dataset is True
+
+
 def test_reward_is_the_envs_and_infra_errors_are_none(factory):
     reward = ConductorReward(factory)
     dataset = build_dataset(factory, limit=1)
@@ -168,6 +182,8 @@ def test_cli_maps_flags_to_the_recipe():
     recipe = recipe_from_args(args)
     assert recipe.max_steps == 3 and recipe.env_options == {"max_rounds": 2} and recipe.lora_r == 8
     assert recipe.use_vllm is False and recipe.learning_rate == 1e-6 and recipe.num_generations == 64
+    assert recipe.balance_domains is False
+    assert recipe_from_args(parser.parse_args(["train", "grpo", "--balance-domains"])).balance_domains is True
     with pytest.raises(UsageError, match="unknown --env-option"):
         recipe_from_args(parser.parse_args(["train", "grpo", "--env-option", "max_round=2"]))
 
