@@ -3,11 +3,32 @@
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from conductor_env.event_loop import run_sync
 
 Observation = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ActionUsage:
+    """What writing one action cost a policy that calls a model (the Conductor's own spend).
+
+    Attributes:
+        prompt_tokens: Tokens read.
+        completion_tokens: Tokens written.
+        cost_usd: Their price (0 for an unpriced or local model).
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        """Tokens read and written."""
+        return self.prompt_tokens + self.completion_tokens
 
 
 class Policy(abc.ABC):
@@ -31,6 +52,14 @@ class Policy(abc.ABC):
         Returns:
             Workflow texts, in the same order.
         """
+
+    async def aact_with_usage(self, observations: Sequence[Observation]) -> list[tuple[str, ActionUsage | None]]:
+        """Like :meth:`aact`, with each action's :class:`ActionUsage` (``None``: the policy calls no model).
+
+        Policies backed by an LLM override this so evaluations can report the Conductor's own
+        tokens and cost beside the workers'.
+        """
+        return [(action, None) for action in await self.aact(observations)]
 
     def act(self, observations: Sequence[Observation]) -> list[str]:
         """Synchronous :meth:`aact` (runs on the package's background event loop)."""

@@ -22,7 +22,7 @@ import asyncio
 from pathlib import Path
 from typing import Any, Sequence
 
-from conductor_env.agents.base import Observation, Policy
+from conductor_env.agents.base import ActionUsage, Observation, Policy
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.pool import PoolError, WorkerPool, load_pool, preset_names
 from conductor_env.workers.retry import RetryPolicy, with_retries
@@ -113,7 +113,7 @@ class LLMConductor(Policy):
         """The backend that writes the workflows."""
         return self._pool.worker(self._index)
 
-    async def _one(self, observation: Observation, seed: int) -> str:
+    async def _one(self, observation: Observation, seed: int) -> tuple[str, ActionUsage]:
         worker = self.worker
         semaphore = self._pool.semaphore(self._index)
         messages = [{"role": "user", "content": observation["prompt"]}]
@@ -123,10 +123,10 @@ class LLMConductor(Policy):
                 return await worker.complete(messages, max_tokens=self.max_tokens, temperature=self.temperature, seed=seed)
 
         completion, _ = await with_retries(attempt, self.retry)
-        return completion.text
+        return completion.text, ActionUsage(completion.prompt_tokens, completion.completion_tokens, completion.cost_usd)
 
-    async def aact(self, observations: Sequence[Observation]) -> list[str]:
-        """Returns the model's replies, in order.
+    async def aact_with_usage(self, observations: Sequence[Observation]) -> list[tuple[str, ActionUsage | None]]:
+        """Returns the model's replies, in order, each with the tokens and cost of its call.
 
         Raises:
             WorkerError: When a call still fails after retries (an outage is not a policy
@@ -134,6 +134,10 @@ class LLMConductor(Policy):
         """
         first, self._calls = self._calls, self._calls + len(observations)
         return list(await asyncio.gather(*(self._one(o, first + i) for i, o in enumerate(observations))))
+
+    async def aact(self, observations: Sequence[Observation]) -> list[str]:
+        """Returns the model's replies, in order (see :meth:`aact_with_usage`)."""
+        return [text for text, _ in await self.aact_with_usage(observations)]
 
     async def aclose(self) -> None:
         """Closes the backend, unless it belongs to a pool the caller passed in (the caller closes it)."""

@@ -174,6 +174,9 @@ def test_llm_conductor_with_the_local_gemma(env):
         actions = by_worker.act(batch)
         assert len(actions) == 2 and all(isinstance(a, str) and a.strip() for a in actions)
         assert by_model.act(batch[:1])[0].strip()
+        (text, usage), = run_sync(by_model.aact_with_usage(batch[:1]))
+        assert text.strip() and 0 < usage.completion_tokens <= 16 and usage.prompt_tokens > 100
+        assert usage.cost_usd == 0.0  # a local model has no price
         env.reset(seed=0)
         _, reward, terminated, _, info = env.step(actions[0])
         assert terminated and (reward > 0) == (info["parse_error"] is None)

@@ -131,6 +131,7 @@ def test_summaries_separate_infra_errors_from_accuracy() -> None:
     assert first.parse_error_rate == pytest.approx(1 / 3)
     assert first.mean_tokens == pytest.approx(75.0) and first.mean_usd == pytest.approx(0.006)
     assert first.mean_latency_s == pytest.approx(1.5)
+    assert first.mean_conductor_tokens == 0 and first.mean_conductor_usd == 0  # old records lack the fields
     assert (other.policy, other.accuracy) == ("other", 0.0)
     assert [s.policy for s in summarize(records, order=["other", "p"])] == ["other", "p"]
 
@@ -141,3 +142,16 @@ def test_table_shows_one_row_per_policy() -> None:
     console.print(summary_table(summarize(records)))
     text = console.export_text()
     assert "single:0" in text and "moa:3" in text and "75.0%" in text and "95% CI" in text
+    assert "conductor" not in text  # no policy called a model
+
+
+def test_table_shows_the_conductors_own_spend_when_a_policy_calls_a_model() -> None:
+    records = [record(policy="single:0", problem=f"q{i}", correct=True) for i in range(2)]
+    records += [record(policy="llm:x", problem=f"q{i}", correct=True, conductor_tokens=300 + 100 * i, conductor_cost_usd=0.002) for i in range(2)]
+    single, llm = summarize(records)
+    assert (single.mean_conductor_tokens, llm.mean_conductor_tokens) == (0, 350)
+    assert llm.mean_conductor_usd == pytest.approx(0.002)
+    console = Console(width=200, record=True)
+    console.print(summary_table([single, llm]))
+    text = console.export_text()
+    assert "conductor" in text and "350 tok, $0.0020" in text

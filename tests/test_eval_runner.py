@@ -9,7 +9,7 @@ from typing import Sequence
 import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.agents.base import Observation, Policy
+from conductor_env.agents.base import ActionUsage, Observation, Policy
 from conductor_env.evaluation import EvalConfig, EvalConfigError, evaluate, read_results
 from conductor_env.evaluation.runner import ProgressReporter, plan_episodes
 from conductor_env.workers.base import WorkerSpec
@@ -38,6 +38,13 @@ class FixedPolicy(Policy):
         self.batch_sizes.append(len(observations))
         self.observations.extend(observations)
         return [self.text for _ in observations]
+
+
+class MeteredPolicy(FixedPolicy):
+    """A fixed workflow that reports a model call's usage for each action (as ``llm:`` policies do)."""
+
+    async def aact_with_usage(self, observations: Sequence[Observation]) -> list[tuple[str, ActionUsage | None]]:
+        return [(text, ActionUsage(prompt_tokens=300, completion_tokens=40, cost_usd=0.0005)) for text in await self.aact(observations)]
 
 
 class BrokenPolicy(Policy):
@@ -96,7 +103,7 @@ def test_records_carry_every_field_and_grade_real_answers(tmp_path: Path) -> Non
     expected = {
         "env_id", "pool", "policy", "problem_id", "problem_index", "sample", "seed", "domain", "question", "correct",
         "score", "reward", "reason", "answer", "parse_error", "parse_detail", "infra_error", "cost_usd", "tokens",
-        "wall_s", "worker_wall_s", "rounds", "action", "workflow", "trace", "frames", "earlier_rounds",
+        "conductor_tokens", "conductor_cost_usd", "wall_s", "worker_wall_s", "rounds", "action", "workflow", "trace", "frames", "earlier_rounds",
         "worker_map", "timestamp",
     }
     for record in on_disk:
@@ -111,6 +118,20 @@ def test_records_carry_every_field_and_grade_real_answers(tmp_path: Path) -> Non
     # Both policies saw the same six problems, in the suite's order.
     for name in ("right", "wrong"):
         assert sorted(r["problem_index"] for r in on_disk if r["policy"] == name) == list(range(6))
+
+
+def test_the_conductors_own_usage_is_recorded_apart_from_the_workers(tmp_path: Path) -> None:
+    metered, plain = MeteredPolicy("metered", SOLVE_WITH_0), FixedPolicy("plain", SOLVE_WITH_0)
+    config = EvalConfig(RG, pool=sure_pool(), n=3, concurrency=3, env_options={"max_rounds": 2})
+    evaluate(config, [metered, plain], str(tmp_path))
+    records = {name: [r for r in lines(tmp_path) if r["policy"] == name] for name in ("metered", "plain")}
+    for record in records["metered"]:
+        assert record["rounds"] == 2  # two actions, each a model call
+        assert record["conductor_tokens"] == 2 * 340 and record["conductor_cost_usd"] == pytest.approx(0.001)
+    for record in records["plain"]:
+        assert record["conductor_tokens"] == 0 and record["conductor_cost_usd"] == 0.0
+    # Worker spend is the same for both: the Conductor's is not mixed into it.
+    assert [r["cost_usd"] for r in records["metered"]] == [r["cost_usd"] for r in records["plain"]]
 
 
 def test_policies_are_compared_on_paired_episodes(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ def summary(policy: str, accuracy: float, usd: float, tokens: float = 100.0, sco
     return PolicySummary(
         policy=policy, env_id="Conductor-RG-v0", pool="simulated", episodes=scored, scored=scored,
         correct=round(accuracy * scored), accuracy=accuracy, ci_low=max(0.0, accuracy - 0.2), ci_high=min(1.0, accuracy + 0.2),
-        mean_tokens=tokens, mean_usd=usd, mean_latency_s=1.0, parse_errors=0, parse_error_rate=0.0, infra_errors=0,
+        mean_tokens=tokens, mean_usd=usd, mean_conductor_tokens=0.0, mean_conductor_usd=0.0, mean_latency_s=1.0, parse_errors=0, parse_error_rate=0.0, infra_errors=0,
     )
 
 

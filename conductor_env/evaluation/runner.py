@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import gymnasium as gym
 
-from conductor_env.agents.base import Observation, Policy
+from conductor_env.agents.base import ActionUsage, Observation, Policy
 from conductor_env.env import ConductorEnv
 from conductor_env.evaluation.results import (
     ResultsWriter,
@@ -137,13 +137,18 @@ class PolicyBatcher:
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
-        self._pending: list[tuple[Observation, asyncio.Future[str]]] = []
+        self._pending: list[tuple[Observation, asyncio.Future[tuple[str, ActionUsage | None]]]] = []
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
 
     async def act(self, observation: Observation) -> str:
         """Returns the policy's action for one observation (batched with concurrent calls)."""
-        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        action, _ = await self.act_with_usage(observation)
+        return action
+
+    async def act_with_usage(self, observation: Observation) -> tuple[str, ActionUsage | None]:
+        """Returns the action and what writing it cost the policy (``None``: no model call)."""
+        future: asyncio.Future[tuple[str, ActionUsage | None]] = asyncio.get_running_loop().create_future()
         self._pending.append((observation, future))
         if self._task is None or self._task.done():
             self._task = asyncio.ensure_future(self._drain())
@@ -158,7 +163,7 @@ class PolicyBatcher:
                 continue
             self.batches += 1
             try:
-                actions = await self.policy.aact([o for o, _ in batch])
+                actions = await self.policy.aact_with_usage([o for o, _ in batch])
                 if len(actions) != len(batch):
                     raise RuntimeError(f"policy {self.policy.name!r} returned {len(actions)} actions for {len(batch)} observations")
             except asyncio.CancelledError:
@@ -170,9 +175,9 @@ class PolicyBatcher:
                     if not future.done():
                         future.set_exception(error)
                 continue
-            for (_, future), action in zip(batch, actions):
+            for (_, future), (action, usage) in zip(batch, actions):
                 if not future.done():
-                    future.set_result(action if isinstance(action, str) else str(action))
+                    future.set_result((action if isinstance(action, str) else str(action), usage))
 
 
 def plan_episodes(problem_ids: Sequence[str], policies: Sequence[str], *, n: int, samples: int, seed: int) -> list[EpisodeSpec]:
@@ -259,12 +264,15 @@ def episode_record(
     rounds: Sequence[dict[str, Any]],
     wall_s: float,
     error: str | None = None,
+    conductor: Sequence[ActionUsage] = (),
 ) -> dict[str, Any]:
     """Builds the results record of one episode.
 
     The final round's fields are at the top level; earlier rounds (``max_rounds > 1``) are in
     ``earlier_rounds``. Cost, tokens and worker time are summed over all rounds; ``wall_s`` is
-    the episode's wall time including the policy's.
+    the episode's wall time including the policy's. ``cost_usd`` and ``tokens`` are the workers'
+    (as in the paper); ``conductor_tokens`` and ``conductor_cost_usd`` are the policy's own, over
+    all its actions (rounds and self-call frames), for policies that call a model.
 
     Args:
         spec: The planned episode.
@@ -276,6 +284,7 @@ def episode_record(
         rounds: :func:`round_record` of each finished round.
         wall_s: Episode wall time.
         error: A failure outside the workers (policy or env) that ended the episode early.
+        conductor: The usage of each of the policy's actions that called a model.
 
     Returns:
         A JSON-serialisable record.
@@ -302,6 +311,8 @@ def episode_record(
         "infra_error": infra_error,
         "cost_usd": sum(r["cost_usd"] for r in rounds),
         "tokens": sum(r["tokens"] for r in rounds),
+        "conductor_tokens": sum(u.tokens for u in conductor),
+        "conductor_cost_usd": sum(u.cost_usd for u in conductor),
         "wall_s": wall_s,
         "worker_wall_s": sum(r["wall_s"] for r in rounds),
         "rounds": len(rounds),
@@ -331,12 +342,15 @@ async def play_episode(env: ConductorEnv, spec: EpisodeSpec, batcher: PolicyBatc
     question = str(observation.get("question", ""))
     domain, worker_map = str(info.get("domain", "")), dict(info.get("worker_map", {}))
     rounds: list[dict[str, Any]] = []
+    conductor: list[ActionUsage] = []
     error: str | None = None
     stage = "policy"
     try:
         for _ in range(MAX_ACTIONS_PER_EPISODE):
             stage = "policy"
-            action = await batcher.act(observation)
+            action, usage = await batcher.act_with_usage(observation)
+            if usage is not None:
+                conductor.append(usage)
             stage = "env"
             observation, reward, terminated, truncated, info = await env.astep(action)
             if "frame" not in info:
@@ -359,6 +373,7 @@ async def play_episode(env: ConductorEnv, spec: EpisodeSpec, batcher: PolicyBatc
         rounds=rounds,
         wall_s=time.perf_counter() - started,
         error=error,
+        conductor=conductor,
     )
 
 

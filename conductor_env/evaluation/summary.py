@@ -52,6 +52,8 @@ class PolicySummary:
         ci_high: Upper end of the 95% Wilson interval.
         mean_tokens: Worker tokens per episode (all episodes).
         mean_usd: Worker spend per episode in USD (all episodes).
+        mean_conductor_tokens: The policy's own model tokens per episode (0 unless it calls a model).
+        mean_conductor_usd: The policy's own model spend per episode in USD.
         mean_latency_s: Episode wall time in seconds (all episodes).
         parse_errors: Scored episodes whose workflow did not parse.
         parse_error_rate: ``parse_errors / scored``.
@@ -69,6 +71,8 @@ class PolicySummary:
     ci_high: float
     mean_tokens: float
     mean_usd: float
+    mean_conductor_tokens: float
+    mean_conductor_usd: float
     mean_latency_s: float
     parse_errors: int
     parse_error_rate: float
@@ -123,6 +127,8 @@ def summarize(records: Iterable[dict[str, Any]], *, order: Sequence[str] | None 
                 ci_high=high,
                 mean_tokens=_mean([float(r.get("tokens") or 0) for r in group]),
                 mean_usd=_mean([float(r.get("cost_usd") or 0.0) for r in group]),
+                mean_conductor_tokens=_mean([float(r.get("conductor_tokens") or 0) for r in group]),
+                mean_conductor_usd=_mean([float(r.get("conductor_cost_usd") or 0.0) for r in group]),
                 mean_latency_s=_mean([float(r.get("wall_s") or 0.0) for r in group]),
                 parse_errors=parse_errors,
                 parse_error_rate=parse_errors / len(scored) if scored else 0.0,
@@ -144,6 +150,9 @@ def format_usd(value: float) -> str:
 def summary_table(summaries: Sequence[PolicySummary], *, title: str | None = None) -> Table:
     """Builds the results table (env and pool columns appear only when they vary).
 
+    Token and USD columns are the workers'; a "conductor" column with the policy's own tokens
+    and spend appears when some policy calls a model (``llm:``).
+
     Args:
         summaries: From :func:`summarize`.
         title: Table title.
@@ -153,6 +162,7 @@ def summary_table(summaries: Sequence[PolicySummary], *, title: str | None = Non
     """
     show_env = len({s.env_id for s in summaries}) > 1
     show_pool = len({s.pool for s in summaries}) > 1
+    show_conductor = any(s.mean_conductor_tokens for s in summaries)
     table = Table(title=title, title_justify="left", caption="tokens, USD and latency are means per episode", caption_justify="left")
     if show_env:
         table.add_column("env")
@@ -164,6 +174,8 @@ def summary_table(summaries: Sequence[PolicySummary], *, title: str | None = Non
     table.add_column("95% CI", justify="right", no_wrap=True)
     table.add_column("tokens", justify="right", no_wrap=True)
     table.add_column("USD", justify="right", no_wrap=True)
+    if show_conductor:
+        table.add_column("conductor", justify="right", no_wrap=True)
     table.add_column("latency", justify="right", no_wrap=True)
     table.add_column("parse err", justify="right", no_wrap=True)
     table.add_column("infra err", justify="right", no_wrap=True)
@@ -180,6 +192,10 @@ def summary_table(summaries: Sequence[PolicySummary], *, title: str | None = Non
             f"{100 * s.ci_low:.1f}-{100 * s.ci_high:.1f}" if s.scored else "-",
             f"{s.mean_tokens:,.0f}",
             format_usd(s.mean_usd),
+        ]
+        if show_conductor:
+            cells.append(f"{s.mean_conductor_tokens:,.0f} tok, {format_usd(s.mean_conductor_usd)}" if s.mean_conductor_tokens else "-")
+        cells += [
             f"{s.mean_latency_s:.2f}s",
             f"{100 * s.parse_error_rate:.0f}%" if s.scored else "-",
             str(s.infra_errors),

@@ -195,7 +195,9 @@
       el("span", { cls: "badge " + v.key, text: v.label }),
       el("span", { cls: "policy", text: ep.policy }),
       el("span", { cls: "pid", text: ep.problem_id + (ep.sample ? " #" + ep.sample : "") }),
-      el("span", { cls: "stats", text: ep.domain + " \u00b7 " + (ep.tokens || 0) + " tokens \u00b7 " + usd(ep.cost_usd) + " \u00b7 " + (ep.wall_s || 0).toFixed(2) + "s" })
+      el("span", { cls: "stats", text: ep.domain + " \u00b7 " + (ep.tokens || 0) + " tokens \u00b7 " + usd(ep.cost_usd) +
+        (ep.conductor_tokens ? " \u00b7 conductor " + ep.conductor_tokens + " tokens, " + usd(ep.conductor_cost_usd) : "") +
+        " \u00b7 " + (ep.wall_s || 0).toFixed(2) + "s" })
     ]);
     var body = el("div", { cls: "card-body" });
     body.appendChild(el("details", {}, [el("summary", { text: "Question" }), el("pre", { text: ep.question || "" })]));
