@@ -47,6 +47,13 @@ class MeteredPolicy(FixedPolicy):
         return [(text, ActionUsage(prompt_tokens=300, completion_tokens=40, cost_usd=0.0005)) for text in await self.aact(observations)]
 
 
+class BareUsagePolicy(FixedPolicy):
+    """Overrides aact_with_usage wrongly: bare strings instead of (action, usage) pairs."""
+
+    async def aact_with_usage(self, observations: Sequence[Observation]) -> list:  # type: ignore[override]
+        return await self.aact(observations)
+
+
 class BrokenPolicy(Policy):
     """A policy whose backend fails (e.g. its API is down)."""
 
@@ -132,6 +139,18 @@ def test_the_conductors_own_usage_is_recorded_apart_from_the_workers(tmp_path: P
         assert record["conductor_tokens"] == 0 and record["conductor_cost_usd"] == 0.0
     # Worker spend is the same for both: the Conductor's is not mixed into it.
     assert [r["cost_usd"] for r in records["metered"]] == [r["cost_usd"] for r in records["plain"]]
+
+
+def test_a_policy_returning_malformed_usage_fails_its_episodes_not_the_run(tmp_path: Path) -> None:
+    bad, good = BareUsagePolicy("bare", SOLVE_WITH_0), FixedPolicy("good", SOLVE_WITH_0)
+    evaluate(EvalConfig(RG, pool=sure_pool(), n=2, concurrency=2), [bad, good], str(tmp_path))
+    records = lines(tmp_path)
+    assert len(records) == 4
+    for record in records:
+        if record["policy"] == "bare":
+            assert "aact_with_usage must return (action, ActionUsage or None) pairs" in record["infra_error"]
+        else:
+            assert record["correct"] and record["infra_error"] is None
 
 
 def test_policies_are_compared_on_paired_episodes(tmp_path: Path) -> None:

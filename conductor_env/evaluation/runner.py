@@ -163,9 +163,10 @@ class PolicyBatcher:
                 continue
             self.batches += 1
             try:
-                actions = await self.policy.aact_with_usage([o for o, _ in batch])
-                if len(actions) != len(batch):
-                    raise RuntimeError(f"policy {self.policy.name!r} returned {len(actions)} actions for {len(batch)} observations")
+                results = await self.policy.aact_with_usage([o for o, _ in batch])
+                if len(results) != len(batch):
+                    raise RuntimeError(f"policy {self.policy.name!r} returned {len(results)} actions for {len(batch)} observations")
+                actions = [self._action_and_usage(result) for result in results]
             except asyncio.CancelledError:
                 for _, future in batch:
                     future.cancel()
@@ -175,9 +176,16 @@ class PolicyBatcher:
                     if not future.done():
                         future.set_exception(error)
                 continue
-            for (_, future), (action, usage) in zip(batch, actions):
+            for (_, future), action in zip(batch, actions):
                 if not future.done():
-                    future.set_result((action if isinstance(action, str) else str(action), usage))
+                    future.set_result(action)
+
+    def _action_and_usage(self, result: Any) -> tuple[str, ActionUsage | None]:
+        """Checks one ``aact_with_usage`` result (a bad one fails the batch, not the run)."""
+        if not isinstance(result, tuple) or len(result) != 2 or not (result[1] is None or isinstance(result[1], ActionUsage)):
+            raise TypeError(f"policy {self.policy.name!r}: aact_with_usage must return (action, ActionUsage or None) pairs, got {result!r:.200}")
+        action, usage = result
+        return (action if isinstance(action, str) else str(action)), usage
 
 
 def plan_episodes(problem_ids: Sequence[str], policies: Sequence[str], *, n: int, samples: int, seed: int) -> list[EpisodeSpec]:
