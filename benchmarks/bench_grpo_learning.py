@@ -14,11 +14,16 @@ allows). Steps:
    and to name the domain, not the routing: see agents/warmstart.py; ``--no-domain-preamble``
    drops the line);
 4. held-out reward after the warm start (the "start");
-5. GRPO through the TRL adapter (LoRA, CPU), logging the env's mean reward per step;
+5. GRPO through the TRL adapter (LoRA, CPU), logging the env's mean reward per step. Each step
+   holds every domain equally (``--balance-domains``) and the learning rate ramps up over the
+   first 20% of the steps: without either, Adam's first full-size steps made each question's
+   worker choice deterministic within two or three steps, on no particular worker, and the
+   groups stopped carrying any advantage (runs G and H in BENCHMARKS.md);
 6. held-out reward after GRPO (the "end").
 
 Writes the curve to benchmarks/results/grpo_learning.png and all figures to
-benchmarks/results/grpo_learning.json. Run (about 30 minutes on 2 idle CPU cores)::
+benchmarks/results/grpo_learning.json. Run (about 30 minutes on 2 idle CPU cores, 45 beside
+another job)::
 
     python benchmarks/bench_grpo_learning.py
 """
@@ -107,10 +112,10 @@ def evaluate_model(model, tokenizer, made: EnvFactory, rows, samples: int, max_n
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=30, help="GRPO steps")
+    parser.add_argument("--steps", type=int, default=40, help="GRPO steps")
     parser.add_argument("--questions-per-step", type=int, default=6, help="a multiple of 3 keeps the domains balanced")
     parser.add_argument("--num-generations", type=int, default=4)
-    parser.add_argument("--learning-rate", type=float, default=3e-4)
+    parser.add_argument("--learning-rate", type=float, default=2e-4)
     parser.add_argument(
         "--lr-warmup-ratio", type=float, default=0.2,
         help="fraction of the GRPO steps over which the learning rate ramps up (Adam's first full-size steps otherwise collapse the worker choice)",

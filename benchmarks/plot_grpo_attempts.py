@@ -14,6 +14,7 @@ from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 RANDOM_BASELINE = 0.746  # held-out mean reward of the `random` policy (grpo_learning.json)
+LEARNED = {"I", "J", "K"}  # balanced batches and an lr warm-up: the runs whose routing improved
 
 
 def main() -> None:
@@ -23,17 +24,21 @@ def main() -> None:
     import matplotlib.pyplot as plt
 
     runs = json.loads((RESULTS / "grpo_attempts.json").read_text(encoding="utf-8"))["runs"]
-    fig, (rewards, flat) = plt.subplots(1, 2, figsize=(11, 4))
-    for run in runs:
+    fig, (rewards, flat) = plt.subplots(1, 2, figsize=(12, 4.5))
+    colours = plt.get_cmap("tab20").colors
+    for index, run in enumerate(runs):
         steps = range(1, len(run["train_reward_per_step"]) + 1)
-        rewards.plot(steps, run["train_reward_per_step"], marker="o", ms=3, label=f"{run['run']}: {run['settings']}")
-        flat.plot(steps, run["frac_groups_with_zero_reward_std_per_step"], marker="o", ms=3, label=run["run"])
+        learned = run["run"] in LEARNED
+        style = dict(color=colours[(2 * index) % 20 + (index >= 10)], marker="o", ms=3 if learned else 2, lw=2.2 if learned else 0.8, alpha=1.0 if learned else 0.55)
+        rewards.plot(steps, run["train_reward_per_step"], label=f"{run['run']}: {run['settings']}", **style)
+        if "frac_groups_with_zero_reward_std_per_step" in run:  # run 0 predates logging it
+            flat.plot(steps, run["frac_groups_with_zero_reward_std_per_step"], label=run["run"], **style)
     rewards.axhline(RANDOM_BASELINE, color="#c44", ls="--", label=f"random baseline (held-out) {RANDOM_BASELINE:.2f}")
     rewards.set(xlabel="GRPO step", ylabel="batch mean env reward", ylim=(0, 1.05))
     rewards.legend(fontsize=6, loc="lower left")
     flat.set(xlabel="GRPO step", ylabel="share of groups with identical rewards", ylim=(0, 1.05))
     flat.legend(fontsize=7)
-    fig.suptitle("GRPO attempts on CPU, Gemma 3 270M Conductor, one expert per domain (none learned)")
+    fig.suptitle("GRPO attempts on CPU, Gemma 3 270M Conductor, one expert per domain (I, J and K learned to route)")
     fig.tight_layout()
     fig.savefig(RESULTS / "grpo_attempts.png", dpi=110)
 
