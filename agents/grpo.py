@@ -448,7 +448,7 @@ class GRPORecipe:
         balance_domains: Feed the questions in a fixed round-robin order over the domains instead
             of TRL's shuffle, so each step (``questions_per_step`` a multiple of the number of
             domains) holds every domain equally. Not in the paper; on a small mixed-domain
-            suite it stops the batch's domain mix from pushing one worker up for every question.
+            suite it steadied the CPU learning runs in BENCHMARKS.md.
         prompt: ``"full"`` (the env's Conductor prompt, the paper's) or ``"compact"`` (see
             :func:`compact_prompt`; cheaper for small models after a format warm start).
         output_dir: Where checkpoints, the final model and ``rewards.json`` go.

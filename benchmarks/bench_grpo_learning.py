@@ -14,11 +14,12 @@ allows). Steps:
    and to name the domain, not the routing: see agents/warmstart.py; ``--no-domain-preamble``
    drops the line);
 4. held-out reward after the warm start (the "start");
-5. GRPO through the TRL adapter (LoRA, CPU), logging the env's mean reward per step. Each step
-   holds every domain equally (``--balance-domains``) and the learning rate ramps up over the
-   first 20% of the steps: without either, Adam's first full-size steps made each question's
-   worker choice deterministic within two or three steps, on no particular worker, and the
-   groups stopped carrying any advantage (runs G and H in BENCHMARKS.md);
+5. GRPO through the TRL adapter (LoRA, CPU), logging the env's mean reward per step. The
+   learning rate ramps up over the first 20% of the steps: at a full 5e-4 from the first step,
+   Adam's first updates made each question's worker choice deterministic within two or three
+   steps, on no particular worker, and the groups stopped carrying any advantage (runs G and H
+   in BENCHMARKS.md). Each step holds every domain equally (``--balance-domains``), which
+   steadies training (run L is the ablation);
 6. held-out reward after GRPO (the "end").
 
 Writes the curve to benchmarks/results/grpo_learning.png and all figures to
