@@ -209,8 +209,7 @@ def main() -> None:
         balance_domains=args.balance_domains,
     )
     clock = time.perf_counter()
-    dataset = build_dataset(train, seed=args.seed, prompt_builder=prompt_builder, balance_domains=args.balance_domains)
-    trainer, reward = build_trainer(recipe, factory=train, dataset=dataset, model=warmed)
+    trainer, reward = build_trainer(recipe, factory=train, model=warmed)  # its dataset: the recipe's seed, prompt and balance
     trainer.train()
     timings["grpo_s"] = time.perf_counter() - clock
     curve = [entry[f"rewards/{REWARD_NAME}/mean"] for entry in trainer.state.log_history if f"rewards/{REWARD_NAME}/mean" in entry]

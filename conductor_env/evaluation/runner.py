@@ -141,13 +141,9 @@ class PolicyBatcher:
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
 
-    async def act(self, observation: Observation) -> str:
-        """Returns the policy's action for one observation (batched with concurrent calls)."""
-        action, _ = await self.act_with_usage(observation)
-        return action
-
     async def act_with_usage(self, observation: Observation) -> tuple[str, ActionUsage | None]:
-        """Returns the action and what writing it cost the policy (``None``: no model call)."""
+        """Returns the policy's action for one observation (batched with concurrent calls) and
+        what writing it cost the policy (``None``: no model call)."""
         future: asyncio.Future[tuple[str, ActionUsage | None]] = asyncio.get_running_loop().create_future()
         self._pending.append((observation, future))
         if self._task is None or self._task.done():
