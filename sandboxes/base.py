@@ -7,7 +7,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
-Kind = Literal["stdin", "functional", "script"]
+Kind = Literal["stdin", "functional", "script", "isolated"]
 Verdict = Literal["pass", "wrong", "timeout", "runtime_error", "memory", "output_limit"]
 
 

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from conductor_env.sandboxes import runner
+from conductor_env.sandboxes import proxy, runner
 from conductor_env.sandboxes.base import Limits, Report, TestResult
 
 #: Python code given to ``python3 -I -c``: reads ``<length>\\n<runner source>`` from stdin and runs
@@ -37,7 +37,7 @@ BOOT = (
 )
 #: Characters of stdout/stderr kept in a :class:`TestResult`.
 HEAD_CHARS = 2000
-KINDS = ("stdin", "functional", "script")
+KINDS = ("stdin", "functional", "script", "isolated")
 
 
 class ProtocolError(Exception):
@@ -46,9 +46,12 @@ class ProtocolError(Exception):
 
 @lru_cache(maxsize=1)
 def runner_source() -> bytes:
-    """The runner's source, framed as :data:`BOOT` reads it."""
-    source = Path(runner.__file__).read_bytes()
-    return str(len(source)).encode() + b"\n" + source
+    """The runner's source, framed as :data:`BOOT` reads it, then the proxy module's, framed alike."""
+    frames = b""
+    for module in (runner, proxy):
+        source = Path(module.__file__).read_bytes()
+        frames += str(len(source)).encode() + b"\n" + source
+    return frames
 
 
 def build_job(
@@ -63,14 +66,15 @@ def build_job(
 
     Args:
         program: Python source.
-        tests: ``{"input", "output"}`` dicts (ignored for ``script``).
-        kind: ``stdin``, ``functional`` or ``script``.
+        tests: ``{"input", "output"}`` dicts (ignored for ``script``); for ``isolated``, one
+            ``{"checks": source, "call": statement}`` (the checks run apart from the program).
+        kind: ``stdin``, ``functional``, ``script`` or ``isolated``.
         limits: Resource limits.
-        func_name: Method name for ``functional``.
+        func_name: Method name for ``functional``; the candidate's function for ``isolated``.
 
     Returns:
         ``(job, expected)``: the job has inputs only; ``expected`` holds one output per test
-        (``[None]`` for ``script``, which runs once).
+        (``[None]`` for ``script`` and ``isolated``, which run once).
 
     Raises:
         ValueError: With what is wrong with the request.
@@ -80,8 +84,10 @@ def build_job(
     if not isinstance(program, str):
         raise ValueError(f"program must be a string, got {type(program).__name__}")
     if kind == "script":
-        inputs: list[str] = []
+        inputs: list[Any] = []
         expected: list[str | None] = [None]
+    elif kind == "isolated":
+        inputs, expected = [_isolated_checks(tests, func_name)], [None]
     else:
         if not tests:
             raise ValueError(f"a {kind} job needs at least one test")
@@ -103,11 +109,23 @@ def build_job(
         "id": uuid.uuid4().hex,
         "program": program,
         "kind": kind,
-        "tests": [{"input": text} for text in inputs],
+        "tests": inputs if kind == "isolated" else [{"input": text} for text in inputs],
         "func_name": func_name,
         "limits": asdict(limits),
     }
     return job, expected
+
+
+def _isolated_checks(tests: Sequence[Mapping[str, Any]], func_name: str | None) -> dict[str, str]:
+    """Validates the one ``{"checks", "call"}`` test of an ``isolated`` job."""
+    if not func_name or not func_name.isidentifier():
+        raise ValueError("an isolated job needs func_name, the candidate's function name")
+    if len(tests) != 1 or not isinstance(tests[0], Mapping):
+        raise ValueError("an isolated job takes exactly one test: {'checks': source, 'call': statement}")
+    checks, call = tests[0].get("checks"), tests[0].get("call")
+    if not isinstance(checks, str) or not isinstance(call, str):
+        raise ValueError("an isolated job's test needs 'checks' and 'call' as strings")
+    return {"checks": checks, "call": call}
 
 
 def _check_json_lines(text: str, what: str, *, single: bool = False) -> None:
@@ -154,6 +172,8 @@ def report_from_reply(job: dict, expected: Sequence[str | None], reply: Mapping[
         return Report(error=f"the runner returned {len(outcomes)} results for {len(expected)} tests")
     results = []
     for outcome, want in zip(outcomes, expected):
+        if not isinstance(outcome, Mapping):
+            return Report(error=f"the runner returned an unreadable result: {str(outcome)[:200]!r}")
         verdict, detail = runner.grade_outcome(job["kind"], outcome, want, float(limits.cpu_s))
         results.append(
             TestResult(

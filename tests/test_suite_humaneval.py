@@ -13,7 +13,7 @@ import conductor_env  # noqa: F401  (registers the gym ids)
 from conductor_env.sandboxes import docker_available, get_sandbox
 from conductor_env.tasks import SuiteError
 from conductor_env.tasks.base import Problem, Score
-from conductor_env.tasks.humaneval import HumanEvalSuite, build_program
+from conductor_env.tasks.humaneval import HumanEvalSuite, build_checks, build_program
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "humaneval" / "humaneval_sample.jsonl"
 
@@ -102,9 +102,12 @@ def test_full_function_keeps_the_prompts_imports_and_helpers(offline_suite):
     decode = next(p for p in offline_suite.problems() if p.id == "HumanEval/38")
     code = "def decode_cyclic(s: str):\n    return encode_cyclic(encode_cyclic(s))\n"
     program = build_program(decode, code)
-    assert program.index("def encode_cyclic") < program.index("def decode_cyclic") < program.index("def check(")
+    assert program.index("def encode_cyclic") < program.index("def decode_cyclic")
     assert program.count("def decode_cyclic") == 1  # the prompt's stub is not repeated
-    assert program.rstrip().endswith("check(decode_cyclic)")
+    assert "def check(" not in program  # the checks run apart from the candidate
+    checks = build_checks(decode)
+    assert "def encode_cyclic" in checks["checks"] and "def check(" in checks["checks"]
+    assert checks["call"].strip() == "check(decode_cyclic)"
 
 
 def test_a_bare_completion_follows_the_prompt(offline_suite):
@@ -112,7 +115,7 @@ def test_a_bare_completion_follows_the_prompt(offline_suite):
     body = first.metadata["canonical_solution"]
     program = build_program(first, body)
     assert first.metadata["prompt"] + body in program
-    assert program.index(first.metadata["prompt"]) < program.index("def check(")
+    assert "def check(" not in program and first.metadata["test"] not in program
 
 
 def test_answers_without_a_code_block_score_zero(offline_suite):
