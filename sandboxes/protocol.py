@@ -146,8 +146,20 @@ def job_timeout(job: dict, limits: Limits) -> float:
 
 
 def encode_job(job: dict) -> bytes:
-    """One protocol line."""
-    return json.dumps(job, separators=(",", ":")).encode() + b"\n"
+    """Frames a job: ``<length>\\n<header JSON>``, then for ``isolated`` the checks' own bytes.
+
+    The checks travel after the header so that the runner can leave them to the checker child
+    to read (the runner, and so every process it forks, never holds them); the header gives
+    their length as ``checks_bytes``.
+    """
+    header = dict(job)
+    trailer = b""
+    if job["kind"] == "isolated":
+        trailer = json.dumps(job["tests"][0], separators=(",", ":")).encode()
+        header["tests"] = []
+        header["checks_bytes"] = len(trailer)
+    body = json.dumps(header, separators=(",", ":")).encode()
+    return str(len(body)).encode() + b"\n" + body + trailer
 
 
 def report_from_reply(job: dict, expected: Sequence[str | None], reply: Mapping[str, Any], limits: Limits) -> Report:

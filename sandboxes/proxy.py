@@ -3,14 +3,14 @@
 For suites whose tests are code (HumanEval), the candidate program and the checks must not share
 a process: in one namespace a program could return an object whose ``==`` always holds, patch
 what the checks use, read the tests from the file it runs from, or redefine ``check``. The runner
-(:mod:`conductor_env.sandboxes.runner`, kind ``isolated``) therefore starts two processes:
+(:mod:`conductor_env.sandboxes.runner`, kind ``isolated``) therefore forks two processes:
 
-- the **callee** (:func:`callee_main`): a fresh ``python3 -I`` started by ``execve``, so it holds
-  no memory of the runner (nor of any test). It runs the program's top level and then answers
-  calls to one function, one JSON line per call, on a pipe;
-- the **checker** (:func:`run_checks`): the trusted checks, run with the candidate's name bound to
-  a proxy. A call encodes its arguments, waits for the callee's line, and decodes it with
-  :func:`decode` into *new* objects of builtin types only.
+- the **checker** (:func:`run_checks`), which alone reads the checks from the job stream and runs
+  them with the candidate's name bound to a proxy. A call encodes its arguments, waits for the
+  callee's line, and decodes it with :func:`decode` into *new* objects of builtin types only;
+- the **callee** (:func:`callee_main`), forked only after the checker has read the checks, from a
+  runner that never held them. It runs the program's top level, then answers calls to one
+  function, one JSON line per call, on a pipe.
 
 The wire format is JSON with tagged containers (:func:`encode`), so tuples, sets, dicts with any
 plain keys, bytes, big integers and non-finite floats survive the trip. :func:`decode` is the
@@ -35,25 +35,6 @@ SAFE_INT = 1 << 53
 MAX_DEPTH = 100
 #: Most values (scalars and containers) in one message.
 MAX_NODES = 1_000_000
-#: File descriptors of the callee: its boot data, the call pipe (in) and the reply pipe (out).
-CALLEE_BOOT_FD, CALLEE_CALLS_FD, CALLEE_REPLIES_FD = 3, 4, 5
-#: Python code run by the callee's fresh interpreter: loads this module from the boot data.
-CALLEE_BOOT = (
-    "import json,os\n"
-    "b=bytearray()\n"
-    "while True:\n"
-    " c=os.read(3,1<<20)\n"
-    " if not c:break\n"
-    " b+=c\n"
-    "os.close(3)\n"
-    "boot=json.loads(bytes(b))\n"
-    "del b,c\n"
-    "g={'__name__':'conductor_proxy'}\n"
-    "exec(compile(boot.pop('proxy'),'conductor_proxy','exec'),g)\n"
-    "g['callee_main'](boot)\n"
-)
-
-
 class ProxyError(Exception):
     """What crossed the pipe is not plain data, or the callee broke the protocol."""
 
@@ -204,29 +185,32 @@ def _describe(error: BaseException) -> list:
     return [type(error).__name__, message]
 
 
-def callee_main(boot: dict) -> None:
+def callee_main(program: str, path: str, entry_point: str, calls_fd: int, replies_fd: int) -> None:
     """Runs the candidate's top level, then answers calls until the checker hangs up.
 
     Args:
-        boot: ``program`` (source), ``path`` (its file), ``entry_point`` (the function the
-            checks call).
+        program: The candidate's source.
+        path: Where to write it (its ``__file__``).
+        entry_point: The function the checks call.
+        calls_fd: The pipe the calls arrive on.
+        replies_fd: The pipe the replies go to.
 
     Every reply is one line: ``{"ready": true}`` or ``{"failed": [type, message]}`` after the top
     level; then per call ``{"ok": value}``, ``{"raised": [type, message]}`` or
     ``{"unplain": reason}``.
     """
-    replies = CALLEE_REPLIES_FD
+    replies = replies_fd
     module = type(sys)("__main__")
-    module.__dict__.update(__builtins__=builtins, __file__=boot["path"])
+    module.__dict__.update(__builtins__=builtins, __file__=path)
     sys.modules["__main__"] = module
     namespace = module.__dict__
     try:
-        with open(boot["path"], "w", encoding="utf-8") as handle:
-            handle.write(boot["program"])
-        exec(compile(boot["program"], boot["path"], "exec", dont_inherit=True), namespace)  # noqa: S102
-        function = namespace.get(boot["entry_point"])
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(program)
+        exec(compile(program, path, "exec", dont_inherit=True), namespace)  # noqa: S102 - the sandboxed child
+        function = namespace.get(entry_point)
         if not callable(function):
-            raise NameError(f"the program defines no function {boot['entry_point']}")
+            raise NameError(f"the program defines no function {entry_point}")
     except SystemExit as error:
         _write_line(replies, json.dumps({"failed": ["SystemExit", f"the program called sys.exit({error.code!r}) before its checks"]}))
         return
@@ -234,7 +218,7 @@ def callee_main(boot: dict) -> None:
         _write_line(replies, json.dumps({"failed": _describe(error)}))
         return
     _write_line(replies, '{"ready":true}')
-    calls = os.fdopen(CALLEE_CALLS_FD, "rb", buffering=1 << 16)
+    calls = os.fdopen(calls_fd, "rb", buffering=1 << 16)
     for line in calls:
         try:
             args, kwargs = decode(line)

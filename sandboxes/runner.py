@@ -691,12 +691,12 @@ def _new_workdir(state: dict) -> str:
     return workdir
 
 
-def _fork_child(run: Any, closed: tuple, state: dict) -> int:
-    """Forks a child that closes ``closed`` and the protocol descriptors, then calls ``run()``."""
+def _fork_child(run: Any, closed: tuple, state: dict, close_protocol: bool = True) -> int:
+    """Forks a child that closes ``closed`` (and the protocol descriptors), then calls ``run()``."""
     pid = os.fork()
     if pid == 0:
         try:
-            for fd in (*closed, *state["protocol_fds"]):
+            for fd in (*closed, *(state["protocol_fds"] if close_protocol else ())):
                 os.close(fd)
             run()
         finally:
@@ -743,22 +743,21 @@ def run_test(job: dict, test_input: str, state: dict) -> dict:
 def run_isolated(job: dict, state: dict) -> dict:
     """Runs the program and its checks as two processes that share plain data only.
 
-    The candidate runs in a fresh interpreter (``execve``: no memory of the runner or the checks)
-    that answers calls on a pipe; the checks run in a forked child with the candidate's name bound
-    to a proxy (:mod:`conductor_env.sandboxes.proxy`). The checker's completion record decides.
+    The checks are not in the job the runner read: they follow it on the protocol stream, and
+    the checker child reads them itself. Only then does the runner fork the candidate, so neither
+    the runner nor the candidate's process ever held them. The checker runs them with the
+    candidate's name bound to a proxy (:mod:`conductor_env.sandboxes.proxy`); its completion
+    record decides.
 
     Returns:
         An outcome as :func:`run_test`'s (the checker's exit, record and output), plus the
         candidate's ``callee_signal``, ``callee_exit_code`` and ``callee_cpu_s``; ``stdout`` and
         ``stderr`` are the candidate's.
     """
-    limits, config = job["limits"], state["config"]
+    limits, config, proxy = job["limits"], state["config"], state["proxy"]
     cap = int(limits["output_bytes"])
-    test = job["tests"][0]
+    protocol_in, protocol_out = state["protocol_fds"]
     callee_dir, checker_dir = _new_workdir(state), _new_workdir(state)
-    boot = {"proxy": state["proxy"].SOURCE, "program": job["program"], "entry_point": job["func_name"],
-            "path": os.path.join(callee_dir, "main.py")}
-    boot_fd = _make_stdin(json.dumps(boot).encode("utf-8", "surrogatepass"), state["base"])
     empty_fd = _make_stdin(b"", state["base"])
     calls_r, calls_w = os.pipe()
     replies_r, replies_w = os.pipe()
@@ -766,25 +765,35 @@ def run_isolated(job: dict, state: dict) -> dict:
     err_r, err_w = os.pipe()
     checks_r, checks_w = os.pipe()
     rec_r, rec_w = os.pipe()
+    sync_r, sync_w = os.pipe()
     nonce = os.urandom(16).hex().encode()
     oom_before = _oom_kills(state)
     started = time.monotonic()
 
-    def callee() -> None:
-        _setup_child({"stdin": empty_fd, "stdout": out_w, "stderr": err_w}, callee_dir, limits, config,
-                     channels=(boot_fd, calls_r, replies_w), inheritable=True)
-        os.execve(sys.executable, [sys.executable, "-I", "-c", state["proxy"].CALLEE_BOOT], dict(os.environ))
-
     def checker() -> None:
+        test = json.loads(_read_exactly(protocol_in, int(job.get("checks_bytes") or 0)))
+        os.close(protocol_in)
+        _write_all(sync_w, b"1")
+        os.close(sync_w)
         fds = {"stdin": empty_fd, "stdout": checks_w, "stderr": checks_w}
         _setup_child(fds, checker_dir, limits, config, channels=(rec_w, calls_w, replies_r))
-        _checker_main(job, test, nonce, cap * RECORD_LIMIT_FACTOR + 4096, state["proxy"])
+        _checker_main(job, test, nonce, cap * RECORD_LIMIT_FACTOR + 4096, proxy)
 
-    parent_ends = (calls_w, replies_r, out_r, err_r, checks_r, checks_w, rec_r, rec_w)
-    callee_pid = _fork_child(callee, parent_ends, state)
-    checker_ends = (calls_r, replies_w, boot_fd, out_r, out_w, err_r, err_w, checks_r, rec_r)
-    checker_pid = _fork_child(checker, checker_ends, state)
-    for fd in (boot_fd, empty_fd, calls_r, calls_w, replies_r, replies_w, out_w, err_w, checks_w, rec_w):
+    def callee() -> None:
+        _setup_child({"stdin": empty_fd, "stdout": out_w, "stderr": err_w}, callee_dir, limits, config,
+                     channels=(calls_r, replies_w))
+        proxy.callee_main(job["program"], os.path.join(callee_dir, "main.py"), job["func_name"], RECORD_FD, RECORD_FD + 1)
+
+    checker_pid = _fork_child(checker, (calls_r, replies_w, out_r, out_w, err_r, err_w, checks_r, rec_r, sync_r, protocol_out),
+                              state, close_protocol=False)
+    for fd in (calls_w, replies_r, checks_w, rec_w, sync_w):
+        os.close(fd)
+    if _wait_for_byte(sync_r, float(limits["wall_s"]) + 10.0) != b"1":
+        state["desync"] = True  # the checks may still be on the protocol stream: stop serving
+        callee_pid = _fork_child(lambda: None, (calls_r, replies_w, out_r, out_w, err_r, err_w, checks_r, rec_r, sync_r), state)
+    else:
+        callee_pid = _fork_child(callee, (out_r, err_r, checks_r, rec_r, sync_r), state)
+    for fd in (empty_fd, calls_r, replies_w, out_w, err_w, sync_r):
         os.close(fd)
     buffers = {out_r: bytearray(), err_r: bytearray(), checks_r: bytearray(), rec_r: bytearray()}
     limits_by_fd = {out_r: cap, err_r: cap, checks_r: cap, rec_r: cap * RECORD_LIMIT_FACTOR + 4096}
@@ -799,6 +808,23 @@ def run_isolated(job: dict, state: dict) -> dict:
     outcome["callee_cpu_s"] = round(callee_usage.ru_utime + callee_usage.ru_stime, 6)
     outcome["checks_output"] = bytes(buffers[checks_r][:HEAD_BYTES]).decode("utf-8", "replace")
     return outcome
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    """Reads ``size`` bytes (fewer only at end of stream); never more than asked."""
+    data = bytearray()
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return bytes(data)
+
+
+def _wait_for_byte(fd: int, timeout: float) -> bytes:
+    """One byte from ``fd`` within ``timeout`` seconds (``b""`` on end of stream or time-out)."""
+    ready, _w, _x = select.select([fd], [], [], timeout)
+    return os.read(fd, 1) if ready else b""
 
 
 def _checker_main(job: dict, test: dict, nonce: bytes, max_line: int, proxy: Any) -> None:
@@ -1164,23 +1190,28 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _load_proxy(fd: int) -> Any:
-    """Reads the proxy module's source, framed as the runner's (``<length>\\n<source>``), and loads it."""
+def _read_frame(fd: int) -> bytes | None:
+    """Reads one ``<length>\\n<bytes>`` frame, never past its end; ``None`` at end of stream."""
     header = b""
     while not header.endswith(b"\n"):
         chunk = os.read(fd, 1)
-        if not chunk:
-            raise SystemExit(3)
+        if not chunk or len(header) > 20:
+            return None
         header += chunk
-    size, source = int(header), bytearray()
-    while len(source) < size:
-        chunk = os.read(fd, size - len(source))
-        if not chunk:
-            raise SystemExit(3)
-        source += chunk
+    try:
+        size = int(header)
+    except ValueError:
+        return None
+    return _read_exactly(fd, size)
+
+
+def _load_proxy(fd: int) -> Any:
+    """Reads the proxy module's source, framed as the runner's (``<length>\\n<source>``), and loads it."""
+    source = _read_frame(fd)
+    if source is None:
+        raise SystemExit(3)
     module = type(sys)("conductor_env_proxy")
-    module.__dict__["SOURCE"] = bytes(source).decode("utf-8")
-    exec(compile(bytes(source), "conductor_env_proxy", "exec"), module.__dict__)  # noqa: S102 - our own source
+    exec(compile(source, "conductor_env_proxy", "exec"), module.__dict__)  # noqa: S102 - our own source
     return module
 
 
@@ -1234,25 +1265,18 @@ def serve(config: dict | None = None) -> None:
         "oom_visible": state["oom_file"] is not None,
     }
     _write_all(protocol_out, (json.dumps(hello) + "\n").encode())
-    pending = bytearray()
-    while True:
-        newline = pending.find(b"\n")
-        if newline < 0:
-            chunk = os.read(protocol_in, 1 << 20)
-            if not chunk:
-                break
-            pending += chunk
-            continue
-        line = bytes(pending[:newline])
-        del pending[: newline + 1]
-        if not line.strip():
-            continue
+    while not state.get("desync"):
+        frame = _read_frame(protocol_in)
+        if frame is None:
+            break
         try:
-            reply = run_job(json.loads(line), state)
+            reply = run_job(json.loads(frame), state)
         except Exception as error:  # a malformed job must not stop the server
             reply = {"id": None, "outcomes": [], "recycle": True, "error": f"runner error: {error!r}"}
+        if state.get("desync"):
+            reply["recycle"] = True
         _write_all(protocol_out, (json.dumps(reply) + "\n").encode())
-        del line, reply
+        del frame, reply
     if pid1:
         try:
             os.kill(-1, signal.SIGKILL)

@@ -430,10 +430,23 @@ def test_close_stops_the_runners():
     assert box.run_tests("print(1)", [{"input": "", "output": "1"}]).error is not None
 
 
-def test_job_protocol_is_json_lines():
+def test_job_protocol_frames_json():
     from conductor_env.sandboxes.protocol import build_job, encode_job
 
     job, expected = build_job("print(1)", [{"input": "a", "output": "b"}], kind="stdin", limits=Limits(), func_name=None)
     assert expected == ["b"]
     assert "b" not in json.dumps(job["tests"])  # expected outputs stay with the caller
-    assert encode_job(job).count(b"\n") == 1
+    length, _newline, body = encode_job(job).partition(b"\n")
+    assert int(length) == len(body) and json.loads(body)["tests"] == [{"input": "a"}]
+
+
+def test_isolated_checks_travel_after_the_header():
+    """The runner reads the header only; the checks' bytes are left for the checker child."""
+    from conductor_env.sandboxes.protocol import build_job, encode_job
+
+    checks = {"checks": "def check(f):\n    assert f(1) == 2\n", "call": "check(f)"}
+    job, _expected = build_job("def f(x): return x + 1", [checks], kind="isolated", limits=Limits(), func_name="f")
+    length, _newline, rest = encode_job(job).partition(b"\n")
+    header, trailer = json.loads(rest[: int(length)]), rest[int(length):]
+    assert "check" not in json.dumps(header["tests"]) and header["checks_bytes"] == len(trailer)
+    assert json.loads(trailer) == checks
