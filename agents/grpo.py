@@ -53,6 +53,7 @@ from conductor_env.agents.base import Observation, Policy
 from conductor_env.env import ConductorEnv
 from conductor_env.event_loop import run_sync
 from conductor_env.tasks.base import TaskSuite
+from conductor_env.tasks.public_tests import check_training_use
 from conductor_env.tasks.registry import get_suite
 from conductor_env.workers.pool import WorkerPool, load_pool
 
@@ -79,8 +80,13 @@ class EnvFactory:
         suite_options: Options for the suite's factory (``datasets=...``, ``size=...``).
         **env_options: Other :class:`ConductorEnv` options (``max_rounds``, ``reward``, ...).
 
+    Every env it builds is for training, so a split holding problems graded only on public
+    tests (LiveCodeBench rows without private tests) is refused unless the suite was given
+    ``allow_public_only=True`` (then it warns once).
+
     Raises:
         ValueError: For a gym id that is not a Conductor env.
+        PublicOnlyError: For public-only problems without the opt-in (a ``SuiteError``).
     """
 
     def __init__(
@@ -104,6 +110,12 @@ class EnvFactory:
             options["sandbox"] = env_options.pop("sandbox")
         self.env_id = env
         self.suite: TaskSuite = get_suite(suite_name, **options)
+        try:
+            shown_split = split or self.suite.default_split
+            check_training_use(self.suite, self.suite.problems(split), what=f"training on {env} split {shown_split!r}")
+        except BaseException:
+            self.suite.close()
+            raise
         self.pool: WorkerPool = load_pool(pool)
         self.split = split
         self.env_options = env_options
@@ -295,9 +307,9 @@ class ConductorReward:
                     action=action[:4000],
                     reward=reward,
                     raw_reward=float(info.get("round_rewards", [0.0])[0]) if info.get("round_rewards") else 0.0,
-                    parse_error=info.get("parse_error"),
+                    parse_error=info.get("parse_error") or None,
                     correct=bool(info.get("correct")),
-                    infra_error=info.get("infra_error"),
+                    infra_error=info.get("infra_error") or None,
                     cost_usd=float(info.get("cost_usd", 0.0)),
                     turns=turns,
                 )

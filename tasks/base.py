@@ -39,11 +39,16 @@ class Score:
         correct: Whether the answer counts as right (pass@1 for code).
         score: A value in [0, 1] (e.g. the fraction of tests passed); 1.0 when correct.
         reason: A short human-readable explanation (``"match"``, ``"no boxed answer"``, ...).
+        test_set: Which tests graded a program: ``"public+private"`` (hidden tests too),
+            ``"public"`` (only the examples printed in the statement, which a lookup table of
+            them passes; see :mod:`conductor_env.tasks.public_tests`), or ``""`` when no tests
+            graded the answer (math, choice and other answer-matching suites).
     """
 
     correct: bool
     score: float
     reason: str = ""
+    test_set: str = ""
 
 
 class VerifierError(Exception):
@@ -69,6 +74,10 @@ class TaskSuite(abc.ABC):
     #: Whether :meth:`verify` may block (sandbox runs, slow symbolic maths). Suites whose verifier
     #: takes microseconds set it to False so :meth:`averify` skips the thread hop.
     blocking_verify: bool = True
+    #: Whether training may use problems graded only on public tests (``metadata["test_set"] ==
+    #: "public"``); suites that can hold such problems take it as the ``allow_public_only`` option
+    #: (see :func:`conductor_env.tasks.public_tests.check_training_use`).
+    allow_public_only: bool = False
 
     @abc.abstractmethod
     def problems(self, split: str | None = None) -> Sequence[Problem]:

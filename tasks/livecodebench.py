@@ -32,13 +32,14 @@ import pickletools
 import threading
 import zlib
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Any, Iterator, Mapping, Sequence
 
 from conductor_env.sandboxes.base import Limits
 from conductor_env.tasks.base import Problem, Score
 from conductor_env.tasks.extract import extract_code
+from conductor_env.tasks.public_tests import PUBLIC_AND_PRIVATE, PUBLIC_ONLY, graded_test_set, resolve_opt_in
 from conductor_env.tasks.registry import SuiteError
 from conductor_env.tasks.sandboxed import SandboxedSuite, SandboxRef, run_until_failure, summarize_report
 
@@ -345,6 +346,7 @@ def _row_to_problem(row: Mapping[str, Any], index: int, has_private: bool) -> _R
             "func_name": func_name,
             "kind": kind,
             "has_private_tests": has_private,
+            "test_set": PUBLIC_AND_PRIVATE if has_private else PUBLIC_ONLY,
         },
     )
     return _Row(problem, contest_date)
@@ -392,6 +394,13 @@ class LiveCodeBenchSuite(SandboxedSuite):
         early_stop: Stop at the first failing test, as LiveCodeBench does (tests run in
             batches of doubling size; ``score`` then counts the tests not run as failed). With
             ``False`` every test runs and ``score`` is the full pass fraction.
+        allow_public_only: Allow *training* on rows without private tests (default ``False``).
+            Such rows are graded only on the examples printed in their statement, which a
+            lookup table of them passes. Evaluating on them is always allowed; their problems
+            have ``metadata["test_set"] == "public"`` (else ``"public+private"``) and every
+            score of them says ``test_set="public"``. Training code (the GRPO and SB3 agents,
+            ``Conductor-Mix-v0``'s ``train`` split) refuses them without this option and warns
+            once with it (:mod:`conductor_env.tasks.public_tests`).
 
     Splits: ``"test"`` holds every selected problem.
 
@@ -417,9 +426,11 @@ class LiveCodeBenchSuite(SandboxedSuite):
         sandbox: SandboxRef = "auto",
         limits: Limits | Mapping[str, Any] | None = None,
         early_stop: bool = True,
+        allow_public_only: bool = False,
     ) -> None:
         super().__init__(sandbox=sandbox, limits=limits)
         self.early_stop = early_stop
+        self.allow_public_only = resolve_opt_in(allow_public_only)
         self.version = version or DEFAULT_VERSION
         self.start_date = _parse_date(start_date, "start_date")
         self.end_date = _parse_date(end_date, "end_date")
@@ -461,6 +472,18 @@ class LiveCodeBenchSuite(SandboxedSuite):
         if self.start_date is not None and naive < self.start_date:
             return False
         return self.end_date is None or naive <= self.end_date
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles the suite without its lock and its cache of decoded private tests (rebuilt on
+        demand); the sandbox is handled by :class:`SandboxedSuite`."""
+        state = super().__getstate__()
+        del state["_lock"]
+        state["_private_cache"] = OrderedDict()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._lock = threading.Lock()
 
     # -- TaskSuite -------------------------------------------------------------------------------
 
@@ -509,8 +532,16 @@ class LiveCodeBenchSuite(SandboxedSuite):
 
         Returns:
             ``correct`` when every test passes; ``score`` the fraction passed; ``reason`` the
-            first failing test's verdict and detail, ``"no code block"``, or a sandbox error.
+            first failing test's verdict and detail, ``"no code block"``, or a sandbox error;
+            ``test_set`` the problem's (``"public"`` for a row without private tests, whose
+            ``correct`` says only that the printed examples pass).
+
+        Raises:
+            VerifierError: When the sandbox could not run the program.
         """
+        return replace(self._grade(problem, answer), test_set=graded_test_set(problem))
+
+    def _grade(self, problem: Problem, answer: str) -> Score:
         code = extract_code(answer or "")
         if code is None:
             return Score(False, 0.0, "no code block")

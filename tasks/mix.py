@@ -7,6 +7,9 @@ it has fewer), drawn with a seed of its own; each source's draw is split 60/20/2
 and each split is shuffled with the seed. Problems keep their source's grading: ids are
 ``<source>/<source id>`` and :meth:`MixSuite.verify` hands the answer to the source suite.
 RLPR joins only when its data is given (``data_files={"rlpr": ...}``) or named in ``sources``.
+LiveCodeBench rows without private tests (e.g. a public-only export of release_v1) are graded on
+the examples printed in their statement; the ``train`` split refuses them unless
+``allow_public_only=True`` (see :mod:`conductor_env.tasks.public_tests`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any, Mapping, Sequence
 
 from conductor_env.tasks.base import Problem, Score, TaskSuite
 from conductor_env.tasks.loading import DataFiles
+from conductor_env.tasks.public_tests import check_training_use, resolve_opt_in
 from conductor_env.tasks.registry import SuiteError
 
 __all__ = ["DEFAULT_SOURCES", "MixSuite", "SPLITS"]
@@ -27,7 +31,7 @@ DEFAULT_SOURCES = ("math500", "mmlu", "lcb")
 _KNOWN_SOURCES = ("math500", "mmlu", "lcb", "rlpr")
 
 
-def _build_source(name: str, data_files: DataFiles | None, sandbox: Any, lcb_version: str) -> TaskSuite:
+def _build_source(name: str, data_files: DataFiles | None, sandbox: Any, lcb_version: str, allow_public_only: bool) -> TaskSuite:
     if name == "math500":
         from conductor_env.tasks.math_suites import Math500Suite
 
@@ -42,7 +46,7 @@ def _build_source(name: str, data_files: DataFiles | None, sandbox: Any, lcb_ver
         return RLPRSuite(data_files=data_files)
     from conductor_env.tasks.livecodebench import LiveCodeBenchSuite
 
-    return LiveCodeBenchSuite(version=lcb_version, data_files=data_files, sandbox=sandbox)
+    return LiveCodeBenchSuite(version=lcb_version, data_files=data_files, sandbox=sandbox, allow_public_only=allow_public_only)
 
 
 def _seeded(seed: int, label: str) -> random.Random:
@@ -65,6 +69,11 @@ class MixSuite(TaskSuite):
         sandbox: The sandbox for LiveCodeBench (``"auto"``, ``"docker"``, ``"local"`` or an
             instance).
         lcb_version: The LiveCodeBench release (``release_v1`` in the paper).
+        allow_public_only: Allow the ``train`` split to hold LiveCodeBench rows without private
+            tests, graded only on the examples printed in their statement (a lookup table of
+            them passes); it then warns once. Without it such a ``train`` split raises
+            :class:`~conductor_env.tasks.public_tests.PublicOnlyError`. ``validation`` and
+            ``test`` serve them either way (their scores say ``test_set="public"``).
 
     Raises:
         SuiteError: For unknown sources or bad ratios, or when a source cannot load (the message
@@ -84,7 +93,9 @@ class MixSuite(TaskSuite):
         ratios: Sequence[float] = (0.6, 0.2, 0.2),
         sandbox: Any = "auto",
         lcb_version: str = "release_v1",
+        allow_public_only: bool = False,
     ) -> None:
+        self.allow_public_only = resolve_opt_in(allow_public_only)
         files = dict(data_files or {})
         chosen = list(sources) if sources is not None else list(DEFAULT_SOURCES) + (["rlpr"] if "rlpr" in files else [])
         unknown = sorted(set(chosen) - set(_KNOWN_SOURCES)) + sorted(set(files) - set(_KNOWN_SOURCES))
@@ -101,7 +112,7 @@ class MixSuite(TaskSuite):
         self._suites: dict[str, TaskSuite] = {}
         try:
             for name in chosen:
-                self._suites[name] = self._load_source(name, files.get(name), sandbox, lcb_version)
+                self._suites[name] = self._load_source(name, files.get(name), sandbox, lcb_version, self.allow_public_only)
             self._splits = self._draw()
         except BaseException:
             self.close()
@@ -109,9 +120,9 @@ class MixSuite(TaskSuite):
         self._origin = {p.id: original for split in self._splits.values() for p, original in split}
 
     @staticmethod
-    def _load_source(name: str, files: DataFiles | None, sandbox: Any, lcb_version: str) -> TaskSuite:
+    def _load_source(name: str, files: DataFiles | None, sandbox: Any, lcb_version: str, allow_public_only: bool) -> TaskSuite:
         try:
-            return _build_source(name, files, sandbox, lcb_version)
+            return _build_source(name, files, sandbox, lcb_version, allow_public_only)
         except SuiteError as error:
             raise SuiteError(
                 f"Conductor-Mix-v0 source {name!r} cannot load: {error} For the mix, give each source its files: "
@@ -146,11 +157,16 @@ class MixSuite(TaskSuite):
 
         Raises:
             SuiteError: For another split name.
+            PublicOnlyError: For ``train`` when it holds rows graded on public tests only and
+                the suite was built without ``allow_public_only=True``.
         """
         split = split or self.default_split
         if split not in self._splits:
             raise SuiteError(f"the mix has splits {list(SPLITS)}, not {split!r}")
-        return [problem for problem, _ in self._splits[split]]
+        problems = [problem for problem, _ in self._splits[split]]
+        if split == "train":
+            check_training_use(self, problems, what="Conductor-Mix-v0 split 'train'")
+        return problems
 
     def source_of(self, problem: Problem) -> tuple[TaskSuite, Problem]:
         """Returns the source suite of a mix problem and the problem as that suite knows it.

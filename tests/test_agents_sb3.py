@@ -56,7 +56,7 @@ def test_observation_encodes_question_and_domain(routing):
     observation, reward, terminated, truncated, step_info = routing.step(4)
     assert terminated and not truncated and reward in (0.5, 1.0)
     assert step_info["template"] == "reflect-2" and step_info["routed_worker"] == 0
-    assert step_info["parse_error"] is None and len(step_info["trace"]) == 2
+    assert step_info["parse_error"] == "" and len(step_info["trace"]) == 2
     np.testing.assert_array_equal(observation, first)
 
 

@@ -155,3 +155,21 @@ def test_table_shows_the_conductors_own_spend_when_a_policy_calls_a_model() -> N
     console.print(summary_table([single, llm]))
     text = console.export_text()
     assert "conductor" in text and "350 tok, $0.0020" in text
+
+
+def test_table_marks_policies_graded_on_public_tests_only() -> None:
+    records = [record(policy="lookup", problem=f"q{i}", correct=True, test_set="public") for i in range(2)]
+    records += [record(policy="mixed", problem="q0", correct=True, test_set="public")]
+    records += [record(policy="mixed", problem="q1", correct=False, test_set="public+private")]
+    records += [record(policy="mixed", problem="q2", correct=False, infra_error="down", test_set="public")]  # not scored
+    records += [record(policy="hidden", problem="q0", correct=True, test_set="public+private")]
+    lookup, mixed, hidden = summarize(records)
+    assert (lookup.public_only, mixed.public_only, hidden.public_only) == (2, 1, 0)
+    console = Console(width=240, record=True)
+    console.print(summary_table([lookup, mixed, hidden]))
+    text = console.export_text()
+    assert "graded on" in text and "public only" in text and "1/2 public only" in text
+    assert "not hidden-test accuracy" in text
+    console = Console(width=240, record=True)
+    console.print(summary_table([hidden]))
+    assert "graded on" not in console.export_text()  # old records and graded-on-hidden runs: no column

@@ -109,7 +109,7 @@ def test_records_carry_every_field_and_grade_real_answers(tmp_path: Path) -> Non
     assert len(on_disk) == 12
     expected = {
         "env_id", "pool", "policy", "problem_id", "problem_index", "sample", "seed", "domain", "question", "correct",
-        "score", "reward", "reason", "answer", "parse_error", "parse_detail", "infra_error", "cost_usd", "tokens",
+        "score", "reward", "reason", "test_set", "answer", "parse_error", "parse_detail", "infra_error", "cost_usd", "tokens",
         "conductor_tokens", "conductor_cost_usd", "wall_s", "worker_wall_s", "rounds", "action", "workflow", "trace", "frames", "earlier_rounds",
         "worker_map", "timestamp",
     }
@@ -117,6 +117,7 @@ def test_records_carry_every_field_and_grade_real_answers(tmp_path: Path) -> Non
         assert expected <= set(record)
         assert record["env_id"] == RG and record["pool"] == "sure"
         assert record["infra_error"] is None and record["parse_error"] is None
+        assert record["test_set"] == ""  # answers matched, no tests ran
         assert record["tokens"] > 0 and record["cost_usd"] > 0
         assert record["worker_map"] == {"0": "always", "1": "never", "2": "down"}
         assert record["trace"][0]["worker_name"] == ("always" if record["policy"] == "right" else "never")
@@ -125,6 +126,23 @@ def test_records_carry_every_field_and_grade_real_answers(tmp_path: Path) -> Non
     # Both policies saw the same six problems, in the suite's order.
     for name in ("right", "wrong"):
         assert sorted(r["problem_index"] for r in on_disk if r["policy"] == name) == list(range(6))
+
+
+@pytest.mark.parametrize(("rows", "test_set"), [("lcb_public_only.jsonl", "public"), ("lcb_sample.jsonl", "public+private")])
+def test_records_and_report_say_which_tests_graded_code(tmp_path: Path, rows: str, test_set: str) -> None:
+    from conductor_env.evaluation.report import build_report
+
+    data = Path(__file__).parent / "fixtures" / "lcb" / rows
+    config = EvalConfig("Conductor-LCB-v0", pool=sure_pool(), n=2, concurrency=2, sandbox="local", suite_options={"data_files": str(data)})
+    result = evaluate(config, [FixedPolicy("wrong", SOLVE_WITH_1)], str(tmp_path))
+    assert [r["test_set"] for r in lines(tmp_path)] == [test_set, test_set]
+    public_only = test_set == "public"
+    assert any("graded only on the examples printed" in w for w in result.warnings) is public_only
+    report = build_report(tmp_path)
+    assert report.summaries[0].public_only == (2 if public_only else 0)
+    assert any("graded on public tests only" in note and "wrong on Conductor-LCB-v0 (2/2 episodes)" in note for note in report.notes) is public_only
+    page = report.html_path.read_text()
+    assert ("not hidden-test accuracy" in page) is public_only and '"test_set": "%s"' % test_set in page
 
 
 def test_the_conductors_own_usage_is_recorded_apart_from_the_workers(tmp_path: Path) -> None:

@@ -134,3 +134,14 @@ def test_filters_and_self_call_frames_reach_the_page(report_folder: Path) -> Non
         assert policy in html
     assert '"frames": [{"depth": 1' in html  # the recursive policy's frame travels to the viewer
     assert '"earlier_rounds": [{' in html
+
+
+def test_episodes_graded_on_public_tests_only_are_marked(tmp_path: Path) -> None:
+    rows = Path(__file__).parent / "fixtures" / "lcb" / "lcb_public_only.jsonl"
+    config = EvalConfig("Conductor-LCB-v0", pool=pool(), n=2, concurrency=2, sandbox="local", suite_options={"data_files": str(rows)})
+    evaluate(config, [FixedPolicy("single", 'model_id = [0]\nsubtasks = ["Solve."]\naccess_list = [[]]')], str(tmp_path))
+    rendered = render_page(build_report(tmp_path).html_path)
+    assert rendered.errors == [], rendered.console
+    dom = rendered.dom
+    assert "not hidden-test accuracy" in dom and "<th>graded on</th>" in dom and "<td>public only</td>" in dom
+    assert dom.count(">public tests only<") == 2  # one mark per episode card

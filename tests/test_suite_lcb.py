@@ -9,6 +9,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import warnings
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,8 +18,9 @@ import gymnasium as gym
 import pytest
 
 import conductor_env  # noqa: F401  (registers the gym ids)
+from conductor_env.env import ConductorEnv
 from conductor_env.sandboxes import docker_available, get_sandbox
-from conductor_env.tasks import SuiteError
+from conductor_env.tasks import Problem, SuiteError
 from conductor_env.tasks.livecodebench import (
     LCB_IMPORT_HEADER,
     LiveCodeBenchSuite,
@@ -26,10 +28,14 @@ from conductor_env.tasks.livecodebench import (
     decode_private_tests,
     release_files,
 )
+from conductor_env.tasks.public_tests import PublicOnlyError, PublicOnlyWarning, check_training_use
+from conductor_env.workers.base import WorkerSpec
+from conductor_env.workers.pool import WorkerPool
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lcb"
 SAMPLE = FIXTURES / "lcb_sample.jsonl"
 SAMPLE_PARQUET = FIXTURES / "lcb_sample.parquet"
+PUBLIC_ONLY = FIXTURES / "lcb_public_only.jsonl"
 MALICIOUS = [FIXTURES / "lcb_malicious_reduce.jsonl", FIXTURES / "lcb_malicious_sneaky.jsonl"]
 SHARED = Path(os.environ.get("CONDUCTOR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 KAGGLE_ROW = SHARED / "lcb_1873A_with_private_kaggle_demo.jsonl"
@@ -477,5 +483,136 @@ def test_gym_make_builds_the_lcb_env(sandbox):
     try:
         observation, _info = env.reset(seed=0, options={"problem_id": "3901"})
         assert "pairWithTarget" in observation["question"]
+    finally:
+        env.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Rows without hidden tests: graded on the statement's examples, marked, refused for training
+# ---------------------------------------------------------------------------------------------
+
+SOLVE_WITH_0 = 'model_id = [0]\nsubtasks = ["Solve it."]\naccess_list = [[]]'
+
+
+def lookup_table_program(target: Problem) -> str:
+    """The hostile answer: the statement's example outputs, looked up by their inputs."""
+    if target.metadata["kind"] == "functional":
+        table = {json.dumps([json.loads(line) for line in t["input"].split("\n")]): json.loads(t["output"]) for t in target.tests}
+        return fenced(
+            f"""
+            import json
+            TABLE = {table!r}
+            class Solution:
+                def {target.metadata['func_name']}(self, *args):
+                    return TABLE.get(json.dumps(list(args)))
+            """
+        )
+    table = {t["input"].strip(): t["output"] for t in target.tests}
+    return fenced(
+        f"""
+        import sys
+        TABLE = {table!r}
+        sys.stdout.write(TABLE.get(sys.stdin.read().strip(), "0"))
+        """
+    )
+
+
+class LookupAnsweringSuite(LiveCodeBenchSuite):
+    """LiveCodeBench whose simulated "solvers" answer with the lookup table (a hostile worker)."""
+
+    def reference_response(self, problem: Problem) -> str:
+        return lookup_table_program(problem)
+
+
+def test_rows_record_whether_they_have_hidden_tests(suite):
+    assert all(p.metadata["has_private_tests"] and p.metadata["test_set"] == "public+private" for p in suite.problems())
+    public_only = LiveCodeBenchSuite(data_files=str(PUBLIC_ONLY), sandbox="local")
+    problems = public_only.problems()
+    assert [p.id for p in problems] == ["fixture902_p", "3903"]
+    assert all(not p.metadata["has_private_tests"] and p.metadata["test_set"] == "public" for p in problems)
+    assert all(public_only.tests_for(p) == list(p.tests) for p in problems)
+    assert public_only.allow_public_only is False
+    with pytest.raises(SuiteError, match="allow_public_only must be true or false"):
+        LiveCodeBenchSuite(data_files=str(PUBLIC_ONLY), sandbox="local", allow_public_only="yes")
+
+
+def test_a_lookup_table_of_the_examples_passes_public_only_rows_but_not_hidden_tests(sandbox):
+    public_only = LiveCodeBenchSuite(data_files=str(PUBLIC_ONLY), sandbox=sandbox)
+    for target in public_only.problems():
+        score = public_only.verify(target, lookup_table_program(target))
+        # The verifier cannot tell it from a solution: the mark is all that warns the reader.
+        assert (score.correct, score.test_set) == (True, "public"), (target.id, score)
+        wrong = public_only.verify(target, public_only.wrong_response(target))
+        assert (wrong.correct, wrong.test_set) == (False, "public")
+    honest = public_only.verify(problem(public_only, "fixture902_p"), fenced(RIGHT["fixture901_a"]))
+    assert (honest.correct, honest.test_set) == (True, "public")
+    assert public_only.verify(problem(public_only, "3903"), "no code").test_set == "public"
+    hidden = LiveCodeBenchSuite(data_files=str(SAMPLE), sandbox=sandbox)
+    for problem_id in ("fixture901_a", "3901", "3902"):
+        target = problem(hidden, problem_id)
+        score = hidden.verify(target, lookup_table_program(target))
+        assert (score.correct, score.test_set) == (False, "public+private"), (problem_id, score)
+        # Every printed example passes; the first hidden test fails.
+        assert score.reason.startswith(f"test {len(target.tests) + 1}/{len(hidden.tests_for(target))}: wrong")
+
+
+def test_env_info_says_which_tests_graded_the_answer(sandbox):
+    pool = WorkerPool([WorkerSpec("lookup", "simulated", options={"skill": 1.0})], name="lookup")
+    cases = [(PUBLIC_ONLY, "fixture902_p", True, "public"), (SAMPLE, "fixture901_a", False, "public+private")]
+    for path, problem_id, correct, test_set in cases:
+        env = ConductorEnv(LookupAnsweringSuite(data_files=str(path), sandbox=sandbox), pool)
+        try:
+            env.reset(seed=0, options={"problem_id": problem_id})
+            _, reward, terminated, _, info = env.step(SOLVE_WITH_0)
+            assert terminated and (info["correct"], info["test_set"]) == (correct, test_set)
+            assert (reward == 1.0) is correct  # the paper's reward pays the lookup table in full on public-only rows
+            env.reset(seed=0, options={"problem_id": problem_id})
+            _, _, _, _, unparsed = env.step("no workflow here")
+            assert unparsed["parse_error"] and unparsed["test_set"] == ""  # nothing was graded
+        finally:
+            env.close()
+
+
+def test_public_only_rows_are_served_for_evaluation_without_the_opt_in():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PublicOnlyWarning)
+        env = gym.make("Conductor-LCB-v0", pool="simulated", sandbox="local", suite_options={"data_files": str(PUBLIC_ONLY)})
+        try:
+            _, info = env.reset(seed=0)
+            assert info["problem_id"] in ("fixture902_p", "3903")
+        finally:
+            env.close()
+
+
+def test_training_on_public_only_rows_needs_the_opt_in_and_then_warns_once():
+    from conductor_env.agents.grpo import EnvFactory
+
+    options = {"data_files": str(PUBLIC_ONLY), "sandbox": "local"}
+    with pytest.raises(PublicOnlyError) as refused:
+        EnvFactory("Conductor-LCB-v0", "simulated", suite_options=options)
+    message = str(refused.value)
+    assert "allow_public_only" in message and "fixture902_p" in message and "Conductor-LCB-v0 split 'test'" in message
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        factory = EnvFactory("Conductor-LCB-v0", "simulated", suite_options={**options, "allow_public_only": True})
+        try:
+            factory(), factory()
+            check_training_use(factory.suite, factory.suite.problems(), what="the same suite again")
+        finally:
+            factory.close()
+    public_only = [w for w in caught if issubclass(w.category, PublicOnlyWarning)]
+    assert len(public_only) == 1 and "allow_public_only=True" in str(public_only[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PublicOnlyWarning)
+        EnvFactory("Conductor-LCB-v0", "simulated", suite_options={"data_files": str(SAMPLE), "sandbox": "local"}).close()
+
+
+def test_sb3_routing_env_refuses_public_only_rows_without_the_opt_in():
+    from conductor_env.agents.sb3 import RoutingEnv
+
+    env = gym.make("Conductor-LCB-v0", pool="simulated", sandbox="local", suite_options={"data_files": str(PUBLIC_ONLY)})
+    try:
+        with pytest.raises(PublicOnlyError, match="allow_public_only"):
+            RoutingEnv(env)
     finally:
         env.close()

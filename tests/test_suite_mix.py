@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import os
 import socket
+import warnings
 from pathlib import Path
 
 import gymnasium as gym
@@ -13,6 +14,7 @@ import pytest
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.tasks import loading
 from conductor_env.tasks.mix import MixSuite
+from conductor_env.tasks.public_tests import PublicOnlyError, PublicOnlyWarning
 from conductor_env.tasks.registry import SuiteError
 from conductor_env.tasks.rlpr import RLPRSuite, extract_tagged_answer, rlpr_match
 from conductor_env.workers.base import WorkerSpec
@@ -21,11 +23,17 @@ from conductor_env.workers.pool import WorkerPool
 FIXTURES = Path(__file__).parent / "fixtures" / "suites"
 SHARED = Path(os.environ.get("CONDUCTOR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
+# The LCB rows of these files have no private tests (like the public-only release_v1 export), so
+# reading the mix's train split needs allow_public_only=True (see the public-only tests below).
 FILES = {
     "math500": str(FIXTURES / "math500.jsonl"),
     "mmlu": str(FIXTURES / "mmlu.jsonl"),
     "lcb": str(FIXTURES / "lcb_v1.jsonl"),
 }
+LCB_WITH_HIDDEN_TESTS = str(Path(__file__).parent / "fixtures" / "lcb" / "lcb_sample.jsonl")
+
+# The opt-in's warning is expected wherever a test opts in; the tests of the warning record it.
+pytestmark = pytest.mark.filterwarnings("ignore::conductor_env.tasks.public_tests.PublicOnlyWarning")
 
 
 def shared_file(name: str) -> Path:
@@ -37,7 +45,7 @@ def shared_file(name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def mix() -> MixSuite:
-    suite = MixSuite(data_files={**FILES, "rlpr": str(FIXTURES / "rlpr.jsonl")})
+    suite = MixSuite(data_files={**FILES, "rlpr": str(FIXTURES / "rlpr.jsonl")}, allow_public_only=True)
     yield suite
     suite.close()
 
@@ -109,16 +117,16 @@ def test_mix_splits_are_sixty_twenty_twenty_per_source(mix: MixSuite) -> None:
 
 def test_mix_is_deterministic_and_seeded(mix: MixSuite) -> None:
     files = {**FILES, "rlpr": str(FIXTURES / "rlpr.jsonl")}
-    again = MixSuite(data_files=files)
+    again = MixSuite(data_files=files, allow_public_only=True)
     assert [p.id for p in again.problems("train")] == [p.id for p in mix.problems("train")]
-    other = MixSuite(data_files=files, seed=7)
+    other = MixSuite(data_files=files, seed=7, allow_public_only=True)
     assert [p.id for p in other.problems("train")] != [p.id for p in mix.problems("train")]
-    without_rlpr = MixSuite(data_files=FILES)
+    without_rlpr = MixSuite(data_files=FILES, allow_public_only=True)
     assert {p.metadata["source"] for p in without_rlpr.problems("train")} == {"math500", "mmlu", "lcb"}
 
 
 def test_mix_caps_each_source_at_its_share() -> None:
-    small = MixSuite(data_files=FILES, size=9)  # 3 per source
+    small = MixSuite(data_files=FILES, size=9, allow_public_only=True)  # 3 per source
     sources = collections.Counter(
         p.metadata["source"] for split in ("train", "validation", "test") for p in small.problems(split)
     )
@@ -144,7 +152,7 @@ def test_mix_grades_with_each_source(mix: MixSuite) -> None:
 
 
 def test_mix_code_runs_in_the_sandbox() -> None:
-    code_only = MixSuite(data_files={"lcb": FILES["lcb"]}, sources=["lcb"], sandbox="local")
+    code_only = MixSuite(data_files={"lcb": FILES["lcb"]}, sources=["lcb"], sandbox="local", allow_public_only=True)
     try:
         code = next(p for split in ("train", "validation", "test") for p in code_only.problems(split) if p.id == "lcb/fixmix1_a")
         score = code_only.verify(code, "```python\nprint(2 * int(input()))\n```")
@@ -161,6 +169,51 @@ def test_mix_option_errors() -> None:
         MixSuite(data_files=FILES, ratios=(0.5, 0.5, 0.5))
     with pytest.raises(SuiteError, match="splits"):
         MixSuite(data_files=FILES).problems("dev")
+
+
+# ------------------------------------------------------------------- rows without hidden tests
+
+
+def test_mix_train_split_refuses_public_only_lcb_rows_without_the_opt_in() -> None:
+    mix = MixSuite(data_files=FILES)
+    # Evaluation splits serve them, marked.
+    code = [p for split in ("validation", "test") for p in mix.problems(split) if p.metadata["source"] == "lcb"]
+    assert code and all(p.metadata["test_set"] == "public" and not p.metadata["has_private_tests"] for p in code)
+    with pytest.raises(PublicOnlyError) as refused:
+        mix.problems("train")
+    message = str(refused.value)
+    assert "allow_public_only" in message and "split 'train'" in message and "lcb/" in message
+    # The default split is train, so a plain gym.make fails at once, with the same message.
+    with pytest.raises(PublicOnlyError, match="allow_public_only"):
+        gym.make("Conductor-Mix-v0", pool="simulated", suite_options={"data_files": FILES})
+
+
+def test_mix_opt_in_warns_once_per_suite() -> None:
+    mix = MixSuite(data_files=FILES, allow_public_only=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = mix.problems("train")
+        assert mix.problems("train") == first and mix.problems() == first
+        env = gym.make("Conductor-Mix-v0", suite=mix, pool="simulated")
+        env.close()
+    public_only = [w for w in caught if issubclass(w.category, PublicOnlyWarning)]
+    assert len(public_only) == 1
+    assert "graded only on public tests" in str(public_only[0].message)
+    assert "allow_public_only=True" in str(public_only[0].message)
+
+
+def test_mix_with_hidden_test_rows_trains_without_opt_in_or_warning() -> None:
+    mix = MixSuite(data_files={**FILES, "lcb": LCB_WITH_HIDDEN_TESTS})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PublicOnlyWarning)
+        train = mix.problems("train")
+    code = [p for p in train if p.metadata["source"] == "lcb"]
+    assert code and all(p.metadata["test_set"] == "public+private" for p in code)
+
+
+def test_mix_opt_in_must_be_a_bool() -> None:
+    with pytest.raises(SuiteError, match="allow_public_only must be true or false"):
+        MixSuite(data_files=FILES, allow_public_only="no")
 
 
 def closed_loopback_port() -> int:
@@ -213,7 +266,7 @@ def test_real_mix_has_960_problems() -> None:
         "mmlu": shared_file("mmlu_test_full.jsonl"),
         "lcb": shared_file("lcb_release_v1_public_only.jsonl"),
     }
-    suite = MixSuite(data_files=files)
+    suite = MixSuite(data_files=files, allow_public_only=True)
     sizes = {split: len(suite.problems(split)) for split in ("train", "validation", "test")}
     assert sizes == {"train": 576, "validation": 192, "test": 192}
     sources = collections.Counter(p.metadata["source"] for p in suite.problems("train"))

@@ -16,11 +16,11 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from conductor_env.evaluation.summary import PolicySummary
+from conductor_env.evaluation.summary import PUBLIC_ONLY_NOTE, PolicySummary
 
 #: Record fields the viewer reads (everything else is left out of the page).
 VIEWER_FIELDS = (
-    "policy", "env_id", "pool", "problem_id", "sample", "domain", "question", "correct", "score", "reason",
+    "policy", "env_id", "pool", "problem_id", "sample", "domain", "question", "correct", "score", "reason", "test_set",
     "answer", "parse_error", "parse_detail", "infra_error", "cost_usd", "tokens", "conductor_tokens", "conductor_cost_usd", "wall_s", "action",
     "workflow", "trace", "frames", "earlier_rounds", "worker_map",
 )
@@ -66,6 +66,11 @@ def render_report_html(
     envs = sorted({s.env_id for s in summaries})
     pools = sorted({s.pool for s in summaries})
     subtitle = f"{len(episodes)} episodes · env {', '.join(envs) or '-'} · pool {', '.join(pools) or '-'}"
+    public_only = (
+        f'<p class="public-only-note">{html.escape(PUBLIC_ONLY_NOTE)} (the "graded on" column says which policies).</p>'
+        if any(s.public_only for s in summaries)
+        else ""
+    )
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -84,7 +89,7 @@ def render_report_html(
 </header>
 <main>
 <div id="errors" hidden></div>
-<section class="top"><div id="summary"></div>{image}</section>
+<section class="top"><div id="summary">{public_only}</div>{image}</section>
 <div class="controls">
 <label>policy <select id="policy"><option value="">all</option></select></label>
 <label>verdict <select id="verdict"><option value="">all</option><option value="correct">correct</option><option value="wrong">wrong</option><option value="parse">parse error</option><option value="infra">infra error</option></select></label>

@@ -38,6 +38,24 @@ class Report:
     notes: list[str]
 
 
+def public_only_note(summaries: Sequence[PolicySummary]) -> str | None:
+    """Returns a note naming the policies with episodes graded on public tests only, or ``None``.
+
+    Args:
+        summaries: Per-policy statistics.
+
+    Returns:
+        One line such as ``"graded on public tests only ...: single:0 on Conductor-LCB-v0 (20/20 episodes)"``.
+    """
+    flagged = [f"{s.policy} on {s.env_id} ({s.public_only}/{s.scored} episodes)" for s in summaries if s.public_only]
+    if not flagged:
+        return None
+    return (
+        "graded on public tests only (the examples printed in the statement, no hidden tests; a lookup "
+        f"table of them passes), so not hidden-test accuracy: {', '.join(flagged)}"
+    )
+
+
 def build_report(folder: str | os.PathLike[str], *, policies: Sequence[str] | None = None, title: str | None = None) -> Report:
     """Reads ``folder/results.jsonl`` and writes the plot and the viewer beside it.
 
@@ -64,6 +82,9 @@ def build_report(folder: str | os.PathLike[str], *, policies: Sequence[str] | No
     notes = []
     if loaded.skipped_lines:
         notes.append(f"ignored {loaded.skipped_lines} unreadable line(s) in the results file")
+    public_only = public_only_note(summaries)
+    if public_only:
+        notes.append(public_only)
     envs = sorted({s.env_id for s in summaries})
     title = title or f"conductor-env · {', '.join(envs)}"
     plot_path: Path | None

@@ -34,6 +34,7 @@ from conductor_env.evaluation.results import (
 from conductor_env.evaluation.setup import EvalConfigError, build_pool, build_suite, check_env_options
 from conductor_env.event_loop import background_loop
 from conductor_env.tasks.base import TaskSuite
+from conductor_env.tasks.public_tests import public_only_problems
 from conductor_env.workers.pool import WorkerPool
 
 #: Characters kept per text field in a record (a results file must stay small enough to read).
@@ -240,7 +241,7 @@ def round_record(action: str, reward: float, info: Mapping[str, Any]) -> dict[st
     return {
         "round": int(info.get("round", 0)),
         "action": truncate_text(action, ACTION_CHARS),
-        "workflow": _truncate_workflow(info.get("workflow")),
+        "workflow": None if info.get("parse_error") else _truncate_workflow(info.get("workflow")),
         "trace": _truncate_trace(info.get("trace", [])),
         "frames": _truncate_frames(info.get("frames", [])),
         "answer": truncate_text(info.get("answer"), ANSWER_CHARS),
@@ -248,9 +249,11 @@ def round_record(action: str, reward: float, info: Mapping[str, Any]) -> dict[st
         "score": float(info.get("score") or 0.0),
         "reward": float(reward),
         "reason": str(info.get("reason") or ""),
-        "parse_error": info.get("parse_error"),
-        "parse_detail": info.get("parse_detail"),
-        "infra_error": info.get("infra_error"),
+        "test_set": str(info.get("test_set") or ""),
+        # Records keep JSON null for "none" (info uses ""), so results files stay as they were.
+        "parse_error": info.get("parse_error") or None,
+        "parse_detail": info.get("parse_detail") or None,
+        "infra_error": info.get("infra_error") or None,
         "cost_usd": float(info.get("cost_usd") or 0.0),
         "tokens": int(info.get("tokens") or 0),
         "wall_s": float(info.get("wall_s") or 0.0),
@@ -276,7 +279,9 @@ def episode_record(
     ``earlier_rounds``. Cost, tokens and worker time are summed over all rounds; ``wall_s`` is
     the episode's wall time including the policy's. ``cost_usd`` and ``tokens`` are the workers'
     (as in the paper); ``conductor_tokens`` and ``conductor_cost_usd`` are the policy's own, over
-    all its actions (rounds and self-call frames), for policies that call a model.
+    all its actions (rounds and self-call frames), for policies that call a model. ``test_set``
+    says which tests graded the final answer (``"public"``: only the examples printed in the
+    statement, so ``correct`` is not hidden-test accuracy; ``""`` for suites without tests).
 
     Args:
         spec: The planned episode.
@@ -309,6 +314,7 @@ def episode_record(
         "score": final["score"],
         "reward": final["reward"],
         "reason": final["reason"] if not error else f"not scored: {error}",
+        "test_set": str(final.get("test_set") or ""),
         "answer": final["answer"],
         "parse_error": final["parse_error"],
         "parse_detail": final["parse_detail"],
@@ -357,7 +363,7 @@ async def play_episode(env: ConductorEnv, spec: EpisodeSpec, batcher: PolicyBatc
                 conductor.append(usage)
             stage = "env"
             observation, reward, terminated, truncated, info = await env.astep(action)
-            if "frame" not in info:
+            if not info.get("frame_depth"):  # a step that opened a self-call frame finished no round
                 rounds.append(round_record(action, reward, info))
             if terminated or truncated:
                 break
@@ -440,6 +446,12 @@ def prepare(config: EvalConfig, policies: Sequence[Policy], out_dir: str) -> Pre
         problems = suite.problems(config.split)
         if config.n > len(problems):
             warnings.append(f"{config.env_id} has {len(problems)} problems in this split; evaluating all of them instead of {config.n}")
+        public_only = len(public_only_problems(problems[: config.n]))
+        if public_only:
+            warnings.append(
+                f"{public_only} of the problems are graded only on the examples printed in their statement (no hidden tests); "
+                "their records say test_set=public and the report marks them"
+            )
         plan = plan_episodes([p.id for p in problems], [p.name for p in policies], n=config.n, samples=config.samples, seed=config.seed)
         done: list[dict[str, Any]] = []
         try:

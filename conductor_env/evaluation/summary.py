@@ -8,6 +8,8 @@ from typing import Any, Iterable, Sequence
 
 from rich.table import Table
 
+from conductor_env.tasks.public_tests import PUBLIC_ONLY
+
 #: z for a two-sided 95% interval.
 Z_95 = 1.959963984540054
 
@@ -58,6 +60,9 @@ class PolicySummary:
         parse_errors: Scored episodes whose workflow did not parse.
         parse_error_rate: ``parse_errors / scored``.
         infra_errors: Episodes cut short by a worker failure (not scored).
+        public_only: Scored episodes graded only on public tests (records with
+            ``test_set == "public"``: the examples printed in the statement, which a lookup table
+            of them passes), so their share of ``accuracy`` is not hidden-test accuracy.
     """
 
     policy: str
@@ -77,6 +82,7 @@ class PolicySummary:
     parse_errors: int
     parse_error_rate: float
     infra_errors: int
+    public_only: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Returns a JSON-friendly copy."""
@@ -133,9 +139,26 @@ def summarize(records: Iterable[dict[str, Any]], *, order: Sequence[str] | None 
                 parse_errors=parse_errors,
                 parse_error_rate=parse_errors / len(scored) if scored else 0.0,
                 infra_errors=len(group) - len(scored),
+                public_only=sum(1 for r in scored if r.get("test_set") == PUBLIC_ONLY),
             )
         )
     return summaries
+
+
+def graded_on(summary: PolicySummary) -> str:
+    """Returns the "graded on" cell of a policy: ``public only``, ``K/N public only`` or ``-``."""
+    if not summary.public_only:
+        return "-"
+    if summary.public_only == summary.scored:
+        return "public only"
+    return f"{summary.public_only}/{summary.scored} public only"
+
+
+#: The table's note when some episodes were graded on public tests only.
+PUBLIC_ONLY_NOTE = (
+    "public only: graded on the examples printed in the statement (no hidden tests), which a "
+    "lookup table of them passes; not hidden-test accuracy"
+)
 
 
 def format_usd(value: float) -> str:
@@ -151,7 +174,8 @@ def summary_table(summaries: Sequence[PolicySummary], *, title: str | None = Non
     """Builds the results table (env and pool columns appear only when they vary).
 
     Token and USD columns are the workers'; a "conductor" column with the policy's own tokens
-    and spend appears when some policy calls a model (``llm:``).
+    and spend appears when some policy calls a model (``llm:``). A "graded on" column and a note
+    appear when some episodes were graded on public tests only.
 
     Args:
         summaries: From :func:`summarize`.
@@ -163,7 +187,9 @@ def summary_table(summaries: Sequence[PolicySummary], *, title: str | None = Non
     show_env = len({s.env_id for s in summaries}) > 1
     show_pool = len({s.pool for s in summaries}) > 1
     show_conductor = any(s.mean_conductor_tokens for s in summaries)
-    table = Table(title=title, title_justify="left", caption="tokens, USD and latency are means per episode", caption_justify="left")
+    show_tests = any(s.public_only for s in summaries)
+    caption = "tokens, USD and latency are means per episode" + (f"\n{PUBLIC_ONLY_NOTE}" if show_tests else "")
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     if show_env:
         table.add_column("env")
     if show_pool:
@@ -172,6 +198,8 @@ def summary_table(summaries: Sequence[PolicySummary], *, title: str | None = Non
     table.add_column("n", justify="right", no_wrap=True)
     table.add_column("accuracy", justify="right", no_wrap=True)
     table.add_column("95% CI", justify="right", no_wrap=True)
+    if show_tests:
+        table.add_column("graded on", no_wrap=True)
     table.add_column("tokens", justify="right", no_wrap=True)
     table.add_column("USD", justify="right", no_wrap=True)
     if show_conductor:
@@ -190,6 +218,10 @@ def summary_table(summaries: Sequence[PolicySummary], *, title: str | None = Non
             str(s.scored),
             f"{100 * s.accuracy:.1f}%" if s.scored else "-",
             f"{100 * s.ci_low:.1f}-{100 * s.ci_high:.1f}" if s.scored else "-",
+        ]
+        if show_tests:
+            cells.append(graded_on(s))
+        cells += [
             f"{s.mean_tokens:,.0f}",
             format_usd(s.mean_usd),
         ]

@@ -195,6 +195,7 @@
       el("span", { cls: "badge " + v.key, text: v.label }),
       el("span", { cls: "policy", text: ep.policy }),
       el("span", { cls: "pid", text: ep.problem_id + (ep.sample ? " #" + ep.sample : "") }),
+      ep.test_set === "public" ? el("span", { cls: "public-only", text: "public tests only", title: "graded on the examples printed in the statement; no hidden tests" }) : null,
       el("span", { cls: "stats", text: ep.domain + " \u00b7 " + (ep.tokens || 0) + " tokens \u00b7 " + usd(ep.cost_usd) +
         (ep.conductor_tokens ? " \u00b7 conductor " + ep.conductor_tokens + " tokens, " + usd(ep.conductor_cost_usd) : "") +
         " \u00b7 " + (ep.wall_s || 0).toFixed(2) + "s" })
@@ -216,16 +217,24 @@
 
   // ------------------------------------------------------------------------ page
 
+  function gradedOn(s) {
+    if (!s.public_only) return "\u2013";
+    return s.public_only === s.scored ? "public only" : s.public_only + "/" + s.scored + " public only";
+  }
+
   function summaryTable(summaries) {
-    var head = ["policy", "env", "pool", "n", "accuracy", "95% CI", "tokens", "USD", "latency", "parse err", "infra err"];
+    var showTests = summaries.some(function (s) { return s.public_only > 0; });
+    var head = ["policy", "env", "pool", "n", "accuracy", "95% CI"].concat(showTests ? ["graded on"] : [],
+      ["tokens", "USD", "latency", "parse err", "infra err"]);
     var table = el("table", { cls: "summary" });
     table.appendChild(el("thead", {}, [el("tr", {}, head.map(function (h) { return el("th", { text: h }); }))]));
     var tbody = el("tbody");
     summaries.forEach(function (s) {
       var scored = s.scored > 0;
       var cells = [s.policy, s.env_id, s.pool, String(s.scored), scored ? pct(s.accuracy) : "\u2013",
-        scored ? (100 * s.ci_low).toFixed(1) + "\u2013" + (100 * s.ci_high).toFixed(1) : "\u2013", Math.round(s.mean_tokens).toLocaleString("en"),
-        usd(s.mean_usd), s.mean_latency_s.toFixed(2) + "s", scored ? pct(s.parse_error_rate) : "\u2013", String(s.infra_errors)];
+        scored ? (100 * s.ci_low).toFixed(1) + "\u2013" + (100 * s.ci_high).toFixed(1) : "\u2013"].concat(showTests ? [gradedOn(s)] : [], [
+        Math.round(s.mean_tokens).toLocaleString("en"), usd(s.mean_usd), s.mean_latency_s.toFixed(2) + "s",
+        scored ? pct(s.parse_error_rate) : "\u2013", String(s.infra_errors)]);
       tbody.appendChild(el("tr", {}, cells.map(function (c) { return el("td", { text: c }); })));
     });
     table.appendChild(tbody);
