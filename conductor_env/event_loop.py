@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import os
 import threading
 from typing import Any, Coroutine, TypeVar
 
@@ -50,4 +51,12 @@ def _shutdown() -> None:
         _loop.call_soon_threadsafe(_loop.stop)
 
 
+def _forget_after_fork() -> None:
+    # A forked child (multiprocessing's default start method on Linux) inherits the loop object
+    # but not its thread, and possibly the lock held mid-start; it starts its own on first use.
+    global _lock, _loop, _thread
+    _lock, _loop, _thread = threading.Lock(), None, None
+
+
 atexit.register(_shutdown)
+os.register_at_fork(after_in_child=_forget_after_fork)

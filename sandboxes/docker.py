@@ -88,6 +88,40 @@ def remove_stale_containers(client: Any) -> int:
     return removed
 
 
+class _LazyDockerClient:
+    """Stands in for the Docker client of an unpickled or copied :class:`DockerSandbox`.
+
+    The daemon is first reached when a container starts, so unpickling an env whose suite never
+    grades code here (or whose machine has no daemon yet) does not fail.
+    """
+
+    def __init__(self) -> None:
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def _connect(self) -> Any:
+        global _SWEPT
+        with self._lock:
+            if self._client is None:
+                client = docker_client()
+                with _SWEEP_LOCK:
+                    if not _SWEPT:
+                        remove_stale_containers(client)
+                        _SWEPT = True
+                self._client = client
+            return self._client
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # protocol probes (copy, pickle) must not reach the daemon
+            raise AttributeError(name)
+        return getattr(self._connect(), name)
+
+    def close(self) -> None:
+        """Closes the client if it was ever opened."""
+        if self._client is not None:
+            self._client.close()
+
+
 class DockerWorker(RunnerWorker):
     """A runner in one container, reached through the container's attached stdio."""
 
@@ -178,10 +212,16 @@ class DockerWorker(RunnerWorker):
     def close(self) -> None:
         container, self.container = self.container, None
         if self._socket is not None:
-            try:
-                self._socket.close()
-            except OSError:
-                pass
+            # The attach socket is a file object over the HTTP response's socket: closing only the
+            # file object leaves that socket open (a ResourceWarning), so close the response (which
+            # docker-py keeps on the file object) and the socket itself too.
+            response = getattr(self._socket, "_response", None)
+            for closable in (self._socket, response, self._raw):
+                try:
+                    if closable is not None:
+                        closable.close()
+                except (OSError, ValueError):
+                    pass
             self._socket = self._raw = None
         if container is not None:
             try:
@@ -229,6 +269,7 @@ class DockerSandbox(RunnerSandbox):
     ) -> None:
         self.client = docker_client()
         if not image_exists(self.client, image):
+            self.client.close()
             raise SandboxUnavailable(
                 f"the sandbox image {image!r} is missing: build it with `conductor-env sandbox build` "
                 "(or scripts/setup_sandbox.sh)"
@@ -266,3 +307,18 @@ class DockerSandbox(RunnerSandbox):
             self.client.close()
         except Exception:  # closing a client at exit is best effort
             pass
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles the configuration without the daemon connection or any container.
+
+        The copy connects on its first container start and labels its containers with its own
+        process as owner, so a crash of either process leaves the other's containers alone.
+        """
+        state = super().__getstate__()
+        state["client"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self.client = _LazyDockerClient()
+        self.owner = owner_tag()

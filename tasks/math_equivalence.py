@@ -25,7 +25,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = ["Equivalence", "MathEquivalence", "shared_math_equivalence"]
 
@@ -210,6 +210,18 @@ class MathEquivalence:
             child.kill()
         while not self._idle.empty():
             self._idle.get_nowait()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles the settings and the cache; a copy starts its own child processes on demand."""
+        state = {key: getattr(self, key) for key in ("timeout_s", "processes", "memory_mb", "cache_size", "startup_timeout_s")}
+        with self._lock:
+            state["cache"] = OrderedDict(self._cache)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        settings = {key: value for key, value in state.items() if key != "cache"}
+        self.__init__(**settings)  # type: ignore[misc]
+        self._cache.update(state["cache"])
 
 
 _shared: MathEquivalence | None = None

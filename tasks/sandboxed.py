@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any, Mapping, Sequence, Union
 
@@ -119,6 +120,10 @@ class SandboxedSuite(TaskSuite):
             ``"docker"``, ``"local"``), started when first needed and closed by :meth:`close`;
             or a :class:`Sandbox` instance, which the caller keeps and closes.
         limits: Per-test :class:`Limits` (or a dict of its fields); ``None``: the sandbox's.
+
+    A copy (``pickle``, ``copy.deepcopy``) has its own sandbox, started on first use and closed by
+    its :meth:`close`: from the name, or from the settings of the given instance. It never shares
+    or closes this suite's sandbox.
     """
 
     def __init__(self, *, sandbox: SandboxRef = "auto", limits: Limits | Mapping[str, Any] | None = None) -> None:
@@ -134,9 +139,7 @@ class SandboxedSuite(TaskSuite):
         """Returns the sandbox, starting it on first use."""
         with self._sandbox_lock:
             if self._sandbox is None:
-                from conductor_env.sandboxes import get_sandbox
-
-                self._sandbox = get_sandbox(str(self._sandbox_ref))
+                self._sandbox = _open_sandbox(self._sandbox_ref)
             return self._sandbox
 
     def close(self) -> None:
@@ -147,3 +150,28 @@ class SandboxedSuite(TaskSuite):
                 self._sandbox = None
         if sandbox is not None:
             sandbox.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles the suite without its sandbox handle or lock (see the class notes on copies).
+
+        A sandbox instance given by the caller travels as a template: a runner sandbox pickles
+        its settings without workers, and the copy starts a sandbox from it on first use.
+        """
+        state = self.__dict__.copy()
+        del state["_sandbox_lock"]
+        state["_sandbox"] = None
+        state["_owns_sandbox"] = True  # nobody else can reach the copy's sandbox to close it
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._sandbox_lock = threading.Lock()
+
+
+def _open_sandbox(ref: SandboxRef) -> Sandbox:
+    """Starts a sandbox from a name, or from a template instance (a copied suite's)."""
+    if isinstance(ref, Sandbox):
+        return copy.deepcopy(ref)
+    from conductor_env.sandboxes import get_sandbox
+
+    return get_sandbox(ref)

@@ -157,7 +157,7 @@ def test_conductor_episode_on_the_local_pool(shared_engine) -> None:
         _, reward, terminated, truncated, info = env.step(WORKFLOW)
     finally:
         env.close()
-    assert info["infra_error"] is None and info["parse_error"] is None
+    assert info["infra_error"] == "" and info["parse_error"] == ""
     assert terminated and not truncated and reward in (0.5, 1.0)
     assert [step["index"] for step in info["trace"]] == [0, 1]
     for step in info["trace"]:

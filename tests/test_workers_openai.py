@@ -203,7 +203,7 @@ def test_conductor_episodes_through_transformers_serve(server, tmp_path, monkeyp
     assert server.requests_received() - before == 4  # two steps per episode, all really served
     specs = {spec.name: spec for spec in load_pool(str(pool_path)).specs}
     for info in infos:
-        assert info["infra_error"] is None and info["parse_error"] is None
+        assert info["infra_error"] == "" and info["parse_error"] == ""
         trace = info["trace"]
         assert [step["index"] for step in trace] == [0, 1] and [step["visible"] for step in trace] == [[], [0]]
         for step in trace:
@@ -253,7 +253,7 @@ def test_killing_the_server_mid_batch_gives_infra_errors_then_recovers(server, t
         envs.reset(seed=1)
         _, rewards, terminations, truncations, infos = envs.step([WORKFLOW] * 3)
         assert all(terminations) and not any(truncations)
-        assert [error for error in infos["infra_error"]] == [None, None, None]
+        assert [error for error in infos["infra_error"]] == ["", "", ""]
         assert all(reward in (0.5, 1.0) for reward in rewards)
     finally:
         envs.close()

@@ -87,7 +87,7 @@ def test_recorded_flaky_run_replays_byte_for_byte_with_no_live_calls(tmp_path) -
     assert any("error" in r and not r["error"].get("cancelled") for r in records)  # failures
     assert any(r.get("error", {}).get("cancelled") for r in records)  # timeouts
     assert any(step["attempts"] > 1 for info in recorded for step in json.loads(info)["trace"])
-    assert any(json.loads(info)["infra_error"] is None for info in recorded)
+    assert any(json.loads(info)["infra_error"] == "" for info in recorded)
 
     # No fallthrough: every answer comes from the file. A step after the one that failed may run
     # past its records (it was cancelled at a timing-dependent point) and miss; that cannot change
@@ -110,7 +110,7 @@ def test_a_miss_is_a_clear_error_or_falls_through_and_is_recorded(tmp_path) -> N
     assert info["trace"][0]["attempts"] == 1  # a miss is not retried
 
     infos, _, workers = _run(replay_pool("simulated", path, fallthrough=True), [1])
-    assert json.loads(infos[0])["infra_error"] is None
+    assert json.loads(infos[0])["infra_error"] == ""
     assert sum(w.live_calls for w in workers) == 3 and len(load_records(path)) == count + 3
     again, _, workers = _run(replay_pool("simulated", path), [1])
     assert again == infos and sum(w.live_calls for w in workers) == 0
@@ -206,7 +206,7 @@ def test_local_model_run_replays_byte_for_byte(tmp_path, shared_engine) -> None:
     generated_before = sum(shared_engine.batch_sizes)
     recorded, rewards, _ = _run(record_pool("local", path), [0, 1], workflow, worker_max_tokens=4)
     assert sum(shared_engine.batch_sizes) - generated_before == 4  # 2 episodes x 2 steps, really generated
-    assert all(json.loads(info)["infra_error"] is None for info in recorded)
+    assert all(json.loads(info)["infra_error"] == "" for info in recorded)
 
     generated_before = sum(shared_engine.batch_sizes)
     replayed, replayed_rewards, workers = _run(replay_pool("local", path, fallthrough=True), [0, 1], workflow, worker_max_tokens=4)

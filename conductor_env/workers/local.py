@@ -471,3 +471,17 @@ class LocalWorker(Worker):
         engine, self.engine = self.engine, None
         if engine is not None:
             await asyncio.to_thread(release_engine, engine)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles the spec without the engine (a model and a thread of this process)."""
+        state = self.__dict__.copy()
+        state["engine"] = None
+        state["closed"] = self.engine is None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Takes this process's shared engine for the model; it loads on the first call."""
+        state = dict(state)
+        closed = state.pop("closed")
+        self.__dict__.update(state)
+        self.engine = None if closed else acquire_engine(self.spec)

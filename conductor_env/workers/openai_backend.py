@@ -173,3 +173,14 @@ class OpenAIWorker(Worker):
         for loop, client in clients:
             if loop is current:
                 await client.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles the spec; a copy opens its own client per event loop on first call (the key
+        is read from the environment again, never pickled)."""
+        state = self.__dict__.copy()
+        state["_clients"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._clients = weakref.WeakKeyDictionary()

@@ -119,6 +119,18 @@ class WorkerPool:
             await worker.aclose()
         self._workers.clear()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles the specs without the built backends or the limiters.
+
+        Backends hold process-local handles (HTTP clients bound to an event loop, a loaded model
+        and its thread), so a copy (``pickle``, ``copy.deepcopy``) builds its own on first use and
+        closing one pool never closes the other's.
+        """
+        state = self.__dict__.copy()
+        state["_workers"] = {}
+        state["_semaphores"] = {}
+        return state
+
 
 def spec_from_mapping(entry: Mapping[str, Any], *, defaults: Mapping[str, Any] | None = None) -> WorkerSpec:
     """Builds a :class:`WorkerSpec` from one ``[[workers]]`` table.

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -120,6 +121,14 @@ class _Occurrences:
             self._counts[key] += 1
             return occurrence
 
+    def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            return {"counts": Counter(self._counts)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._counts = state["counts"]
+        self._lock = threading.Lock()
+
 
 class _JsonlWriter:
     """Appends one JSON line per record; each line is written in one call (safe across workers)."""
@@ -138,6 +147,12 @@ class _JsonlWriter:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "a", encoding="utf-8") as handle:
                 handle.write(line)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["path"])  # type: ignore[misc]
 
 
 def _effective(spec: WorkerSpec, max_tokens: int | None, temperature: float | None) -> tuple[int, float]:
@@ -400,6 +415,17 @@ class ReplayWorker(Worker):
             await self._live.aclose()
             self._live = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles the worker with its loaded index and call counts; the copy's fallthrough
+        worker, if any, opens its own clients."""
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
 
 class _WrappingPool(WorkerPool):
     """A pool whose workers are built by ``make(index)`` (recording or replaying another pool)."""
@@ -425,6 +451,20 @@ class _WrappingPool(WorkerPool):
             await self._inner.aclose()
         await super().aclose()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles the pool without its wrapped workers (a copy builds its own on first use)."""
+        state = super().__getstate__()
+        state["_wrapped"] = {}
+        return state
+
+
+def _recording_worker(live: WorkerPool, path: str | os.PathLike[str], index: int) -> Worker:
+    return RecordingWorker(live.worker(index), path)
+
+
+def _replay_worker(specs: Sequence[WorkerSpec], index: int) -> ReplayWorker:
+    return ReplayWorker(specs[index])
+
 
 def record_pool(pool: str | WorkerPool | Sequence[WorkerSpec], path: str | os.PathLike[str]) -> WorkerPool:
     """Wraps every worker of ``pool`` in a :class:`RecordingWorker` writing to ``path``.
@@ -437,9 +477,7 @@ def record_pool(pool: str | WorkerPool | Sequence[WorkerSpec], path: str | os.Pa
         A pool with the same workers, ids and limits that records every call.
     """
     live = load_pool(pool)
-    return _WrappingPool(
-        live.specs, name=live.name, make=lambda index: RecordingWorker(live.worker(index), path), inner=live
-    )
+    return _WrappingPool(live.specs, name=live.name, make=functools.partial(_recording_worker, live, path), inner=live)
 
 
 def replay_pool(
@@ -474,4 +512,4 @@ def replay_pool(
         )
         for spec in live.specs
     ]
-    return _WrappingPool(specs, name=live.name, make=lambda index: ReplayWorker(specs[index]), inner=None)
+    return _WrappingPool(specs, name=live.name, make=functools.partial(_replay_worker, specs), inner=None)
