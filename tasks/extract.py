@@ -2,6 +2,11 @@
 
 Every extractor first drops reasoning with :func:`strip_think`, so only the final answer of a
 reasoning model counts (an unterminated ``<think>`` means the answer was never written).
+
+Responses are untrusted text: every extractor takes time linear in the response's length, with
+no regular expression that can backtrack over it more than a bounded number of times (thousands
+of unclosed ``<think>`` tags or ``\\boxed{`` openings, nested boxes, long fence lines, repeated
+``Answer:`` markers).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ def strip_think(text: str) -> str:
     Returns:
         The response without its reasoning, stripped of surrounding whitespace.
     """
-    text = _THINK_BLOCK.sub("", text or "")
+    text = _drop_think_blocks(text or "")
     closes = list(_THINK_CLOSE.finditer(text))
     if closes:
         text = text[closes[-1].end():]
@@ -39,11 +44,29 @@ def strip_think(text: str) -> str:
     return text.strip()
 
 
+def _drop_think_blocks(text: str) -> str:
+    """``_THINK_BLOCK.sub("", text)`` in linear time.
+
+    A ``<think>`` after the last ``</think>`` closes nowhere, and the regex would scan from each
+    such tag to the end of the text; so only the text up to the last closing tag is searched.
+    """
+    last = None
+    for last in _THINK_CLOSE.finditer(text):
+        pass
+    if last is None:
+        return text
+    return _THINK_BLOCK.sub("", text[: last.end()]) + text[last.end() :]
+
+
 # ---------------------------------------------------------------------------------------------
 # Fenced code blocks
 # ---------------------------------------------------------------------------------------------
 
-_FENCE_OPEN = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)$")
+# A failed match must not backtrack through runs that two parts could share (quadratic on a fence
+# line of thousands of spaces or tildes ending in a stray backtick): the info string is stripped
+# where it is used instead of after a "[ \t]*", and "(?!~)" keeps a tilde fence whole.
+_FENCE_OPEN = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,}(?!~))(?P<info>[^\n`]*)$")
+_FENCE_CLOSE = re.compile(r"[ \t]{0,3}(?P<fence>`+|~+)[ \t]*")
 
 _LANGUAGE_ALIASES = {
     "python": {"python", "python3", "py", "py3", "python2"},
@@ -70,10 +93,9 @@ def _code_blocks(text: str) -> list[_Block]:
             continue
         fence = opening.group("fence")
         tag = opening.group("info").strip().split()[0].lower() if opening.group("info").strip() else ""
-        close = re.compile(r"^[ \t]{0,3}" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*$")
         body: list[str] = []
         i += 1
-        while i < len(lines) and not close.match(lines[i]):
+        while i < len(lines) and not _closes(lines[i], fence):
             body.append(lines[i])
             i += 1
         i += 1  # skip the closing fence (or run past the end when unterminated)
@@ -81,6 +103,12 @@ def _code_blocks(text: str) -> list[_Block]:
         if code.strip():
             blocks.append(_Block(tag, code + "\n"))
     return blocks
+
+
+def _closes(line: str, fence: str) -> bool:
+    """Whether ``line`` closes a block opened by ``fence`` (same character, at least as long)."""
+    closing = _FENCE_CLOSE.fullmatch(line)
+    return closing is not None and closing.group("fence")[0] == fence[0] and len(closing.group("fence")) >= len(fence)
 
 
 def extract_code(text: str, *, language: str = "python") -> str | None:
@@ -115,42 +143,44 @@ def extract_code(text: str, *, language: str = "python") -> str | None:
 # \boxed{...}
 # ---------------------------------------------------------------------------------------------
 
-_BOX_COMMAND = re.compile(r"\\(?:boxed|fbox|framebox)(?![A-Za-z])")
+_BOX_COMMAND = re.compile(r"(?P<command>\\(?:boxed|fbox|framebox))(?![A-Za-z])[ \t]*")
 
 
-_BRACE_TOKEN = re.compile(r"\\.|[{}]", re.DOTALL)
+# The escapes that matter: \{ and \} are not braces, and \\ escapes the backslash after it.
+_BRACE_TOKEN = re.compile(r"\\[\\{}]|[{}]")
 _BARE_BOX = re.compile(r"[^\s${}]+")
+_NON_SPACE = re.compile(r"\S")
 
 
-def _box_contents(text: str) -> list[tuple[int, str]]:
-    """All ``\\boxed`` answers with their positions, in order; unbalanced ones are skipped.
+def _boxes(text: str) -> list[tuple[int, int, int]]:
+    """All ``\\boxed`` answers as (command position, content start, content end), in order.
 
-    One pass over the braces (escaped ones, ``\\{``, never count), so a response full of
-    unclosed boxes costs linear time, not a scan to the end per box.
+    Unbalanced and blank boxes are skipped. One pass over the braces (escaped ones, ``\\{``,
+    never count), and contents are spans of ``text``, not copies: a response full of unclosed
+    boxes, or of boxes nested in boxes, costs linear time.
     """
-    found: list[tuple[int, str]] = []
+    found: list[tuple[int, int, int]] = []
     opening_of: dict[int, int] = {}  # index of a box's "{" -> index of its command
     for match in _BOX_COMMAND.finditer(text):
         rest = match.end()
-        while rest < len(text) and text[rest] in " \t":
-            rest += 1
         if rest < len(text) and text[rest] == "{":
             opening_of[rest] = match.start()
-        elif rest > match.end():
+        elif rest > match.end("command"):
             # "\boxed 5" (no braces): the answer runs to the next space or "$".
             bare = _BARE_BOX.match(text, rest)
             if bare:
-                found.append((match.start(), bare.group(0)))
+                found.append((match.start(), bare.start(), bare.end()))
     if opening_of:
         stack: list[int] = []
         for token in _BRACE_TOKEN.finditer(text):
-            if token.group() == "{":
+            brace = token.group()
+            if brace == "{":
                 stack.append(token.start())
-            elif token.group() == "}" and stack:
+            elif brace == "}" and stack:
                 start = stack.pop()
                 if start in opening_of:
-                    found.append((opening_of[start], text[start + 1 : token.start()]))
-    return sorted((position, content.strip()) for position, content in found if content.strip())
+                    found.append((opening_of[start], start + 1, token.start()))
+    return sorted(box for box in found if _NON_SPACE.search(text, box[1], box[2]))
 
 
 def extract_boxed(text: str) -> str | None:
@@ -166,8 +196,12 @@ def extract_boxed(text: str) -> str | None:
     Returns:
         The boxed text without surrounding whitespace, or ``None`` when there is none.
     """
-    boxes = _box_contents(strip_think(text))
-    return boxes[-1][1] if boxes else None
+    text = strip_think(text)
+    boxes = _boxes(text)
+    if not boxes:
+        return None
+    _, start, end = boxes[-1]
+    return text[start:end].strip()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,23 +239,51 @@ def _explicit_statements(text: str, choices: str) -> list[tuple[int, str]]:
     for match in phrase.finditer(text):
         chosen = match.group("paren") or match.group("bracket") or match.group("bare")
         statements.append((match.start(), chosen.upper()))
-    for position, content in _box_contents(text):
-        chosen = _letter_in_box(content, choices)
+    boxed = _box_letter_pattern(choices)
+    for position, start, end in _boxes(text):
+        chosen = _letter_in_box(text, start, end, boxed)
         if chosen:
             statements.append((position, chosen))
     return statements
 
 
-def _letter_in_box(content: str, choices: str) -> str | None:
-    """The letter a boxed answer names: ``C``, ``\\text{C}``, ``(C)``, ``C) 42``, ``\\textbf{C}``."""
-    inner = content
-    for _ in range(3):  # unwrap \text{...}, \mathrm{...}, \textbf{...}
-        unwrapped = re.fullmatch(r"\\(?:text|textbf|mathrm|mathbf)\{(.*)\}", inner.strip(), re.DOTALL)
-        if not unwrapped:
-            break
-        inner = unwrapped.group(1)
-    match = re.fullmatch(rf"\s*\(?([{re.escape(choices.upper())}])\)?(?:[.):]\s*.*)?\s*", inner, re.DOTALL)
-    return match.group(1) if match else None
+def _box_letter_pattern(choices: str) -> re.Pattern[str]:
+    """After spaces: a wrapper's opening (``\\text{``, ``\\textbf{``, ``\\mathrm{``,
+    ``\\mathbf{``), or a letter with an optional ``(...)``, then the end or one of ``.):``."""
+    letters = re.escape(choices.upper())
+    return re.compile(
+        rf"\s*(?:(?P<wrapper>\\(?:text|textbf|mathrm|mathbf)\{{)|\(?(?P<letter>[{letters}])\)?(?:[.):]|\s*\Z))"
+    )
+
+
+def _letter_in_box(text: str, start: int, end: int, pattern: re.Pattern[str]) -> str | None:
+    """The letter a boxed answer ``text[start:end]`` names: ``C``, ``\\text{C}``, ``(C)``, ``C) 42``.
+
+    Up to three wrappers are unwrapped (a wrapper must run to the end of the box). The span is
+    read in place and only at its ends, so boxes nested in boxes cost linear time in all.
+
+    Args:
+        text: The response.
+        start: Where the box's content starts.
+        end: Where it ends.
+        pattern: :func:`_box_letter_pattern` of the choices.
+
+    Returns:
+        The letter, or ``None`` when the box names none.
+    """
+    for unwrapped in range(4):
+        match = pattern.match(text, start, end)
+        if match is None:
+            return None
+        if match.group("letter"):
+            return match.group("letter")
+        right = end
+        while right > match.end() and text[right - 1].isspace():
+            right -= 1
+        if unwrapped == 3 or right == match.end() or text[right - 1] != "}":
+            return None
+        start, end = match.end(), right - 1
+    return None
 
 
 def _lone_final_letter(text: str, choices: str) -> str | None:

@@ -23,6 +23,11 @@ from conductor_env.tasks.registry import SuiteError
 __all__ = ["RLPRSuite", "extract_tagged_answer", "rlpr_match"]
 
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_ANSWER_CLOSE = re.compile(r"</answer>", re.IGNORECASE)
+# A number, then only unit characters. Matched in two steps: as one pattern ("\d+\.?\d*" next to
+# a run that also takes digits and spaces) it backtracks in cubic time when the match fails.
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?")
+_UNIT = re.compile(r"[a-zµ°/^.*·\s\d-]*")
 _INSTRUCTION = (
     "\n\nThink step by step, then give only the final result inside <answer></answer> tags, e.g. "
     "<answer>1.99</answer>. Use decimals for percentages (0.1033 for 10.33%), plain numbers for money "
@@ -33,7 +38,13 @@ _SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
 
 def extract_tagged_answer(text: str) -> str | None:
     """Returns the last ``<answer>...</answer>`` of a response, else its last ``\\boxed{}``."""
-    tagged = _ANSWER_TAG.findall(strip_think(text or ""))
+    cleaned = strip_think(text or "")
+    last = None
+    for last in _ANSWER_CLOSE.finditer(cleaned):
+        pass
+    # An <answer> after the last </answer> closes nowhere: searching past it would rescan the
+    # rest of the text from each such tag.
+    tagged = _ANSWER_TAG.findall(cleaned, 0, last.end()) if last is not None else []
     if tagged:
         return tagged[-1].strip()
     return extract_boxed(text or "")
@@ -48,10 +59,10 @@ def _number(text: str) -> float | None:
             cleaned, scale = cleaned[: -len(word)].strip(), factor
     if cleaned.endswith("%"):
         cleaned, scale = cleaned[:-1].strip(), scale / 100
-    match = re.fullmatch(r"([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)\s*(?:[a-zµ°/^.*·\s\d-]*)", cleaned)
-    if not match:
+    number = _NUMBER.match(cleaned)
+    if number is None or _UNIT.fullmatch(cleaned, number.end()) is None:
         return None
-    return float(match.group(1)) * scale
+    return float(number.group()) * scale
 
 
 def rlpr_match(prediction: str, reference: str) -> bool:
