@@ -52,8 +52,8 @@ async def run_suite(label: str, make_env, policies, problems: int, concurrency: 
             return {
                 "reward": reward,
                 "correct": info["correct"],
-                "parsed": info["parse_error"] is None,
-                "infra_error": info["infra_error"] is not None,
+                "parsed": not info["parse_error"],
+                "infra_error": bool(info["infra_error"]),
                 "cost_usd": info["cost_usd"],
                 "tokens": info["tokens"],
                 "wall_s": time.perf_counter() - started,

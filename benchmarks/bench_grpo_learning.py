@@ -92,7 +92,7 @@ def summarise(results: list[dict]) -> dict:
         by_domain[domain] = round(statistics.mean(r["reward"] for r in chosen), 4)
     return {
         "mean_reward": round(statistics.mean(r["reward"] for r in results), 4),
-        "parse_rate": round(sum(r["parse_error"] is None for r in results) / len(results), 4),
+        "parse_rate": round(sum(not r["parse_error"] for r in results) / len(results), 4),
         "episodes": len(results),
         "reward_by_domain": by_domain,
         "expert_rate": round(sum(r["workers"][-1:] == [EXPERT[r["domain"]]] for r in results) / len(results), 4),

@@ -47,10 +47,13 @@ def docker_client(timeout: int = 120) -> Any:
     except ImportError as error:
         raise SandboxUnavailable("the docker SDK is not installed: `pip install docker`") from error
     where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    client = None
     try:
         client = docker.from_env(timeout=timeout)
         client.ping()
     except Exception as error:  # DockerException, requests' connection errors
+        if client is not None:
+            client.close()
         raise SandboxUnavailable(
             f"no Docker daemon answers at {where} ({_short(error)}): {HOW_TO_START_DOCKER}"
         ) from error

@@ -47,6 +47,16 @@ _WARNED = False
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
 
 
+def _new_spawner_after_fork() -> None:
+    # A forked child (an AsyncVectorEnv worker) inherits the executor but not its thread, so
+    # submitting to it would wait forever.
+    global _SPAWNER
+    _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
+
+
+os.register_at_fork(after_in_child=_new_spawner_after_fork)
+
+
 def sandbox_uid(slot: int) -> int:
     """A uid for one worker of this process, distinct from other processes' and workers'."""
     return UID_BASE + (os.getpid() % 100_000) * 256 + slot % 256

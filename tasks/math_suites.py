@@ -21,7 +21,7 @@ from conductor_env.tasks.loading import DataFiles, load_rows
 from conductor_env.tasks.math_equivalence import MathEquivalence, shared_math_equivalence
 from conductor_env.tasks.registry import SuiteError
 
-__all__ = ["AIME_DATASETS", "AIMESuite", "BOXED_INSTRUCTION", "Math500Suite", "MathAnswerSuite", "aime_integer"]
+__all__ = ["AIME_DATASETS", "AIMESuite", "BOXED_INSTRUCTION", "Math500Suite", "MathAnswerSuite", "aime_integer", "aime_row_year"]
 
 #: Appended to every math question.
 BOXED_INSTRUCTION = "\n\nReason step by step, then put your final answer within \\boxed{}."
@@ -29,6 +29,9 @@ BOXED_INSTRUCTION = "\n\nReason step by step, then put your final answer within 
 #: AIME year -> (hub dataset, hub split): the copies lighteval's aime24/aime25 tasks use.
 AIME_DATASETS = {2024: ("HuggingFaceH4/aime_2024", "train"), 2025: ("yentinglin/aime_2025", "train")}
 
+
+#: Longest boxed answer compared (or 8x the gold answer's length, if more).
+MAX_BOXED_CHARS = 512
 
 class MathAnswerSuite(DatasetSuite):
     """Shared grading of ``\\boxed{}`` answers against a gold LaTeX answer (domain ``math``).
@@ -59,6 +62,10 @@ class MathAnswerSuite(DatasetSuite):
         return self._compare(gold, boxed)
 
     def _compare(self, gold: str, boxed: str) -> Score:
+        if len(boxed) > max(MAX_BOXED_CHARS, 8 * len(gold)):
+            # Far longer than any form of the gold answer: refused unparsed, as parsing a box
+            # built to be slow (deep nesting, long sums) would hold the grader for seconds.
+            return Score(False, 0.0, f"the boxed answer is too long ({len(boxed)} characters)")
         result = self.equivalence.compare(gold, boxed)
         if result.equal:
             return Score(True, 1.0, "equivalent")
@@ -129,6 +136,26 @@ class Math500Suite(MathAnswerSuite):
         )
 
 
+_YEAR_IN_URL = re.compile(r"(?<!\d)(20\d\d)_AIME")
+_YEAR_IN_ID = re.compile(r"^(20\d\d)[-_ ]?(?:AIME|I{1,2}\b)", re.IGNORECASE)
+
+
+def aime_row_year(row: Mapping[str, Any]) -> int | None:
+    """Returns the contest year a row states, or None.
+
+    Looks at a ``year`` field, then the AoPS ``url`` (``.../2024_AIME_I_Problems/Problem_1``),
+    then an id such as ``2024-I-1``.
+    """
+    lowered = {str(key).lower(): value for key, value in row.items()}
+    year = lowered.get("year")
+    if year is not None and re.fullmatch(r"\s*20\d\d\s*", str(year)):
+        return int(str(year))
+    match = _YEAR_IN_URL.search(str(lowered.get("url") or ""))
+    if match is None:
+        match = _YEAR_IN_ID.search(str(lowered.get("id") or ""))
+    return int(match.group(1)) if match else None
+
+
 def aime_integer(text: str) -> int | None:
     """Returns the integer a boxed AIME answer states (``025``, ``\\text{25}``, ``25.``), or None."""
     cleaned = text.strip().strip("$").strip()
@@ -138,7 +165,7 @@ def aime_integer(text: str) -> int | None:
             break
         cleaned = unwrapped.group(1).strip()
     cleaned = re.sub(r"\^\s*\{?\\circ\}?$", "", cleaned).replace("\\,", "").replace(" ", "").rstrip(".")
-    match = re.fullmatch(r"([+-]?\d+)(?:\.0*)?", cleaned)
+    match = re.fullmatch(r"([+-]?\d{1,100})(?:\.0*)?", cleaned)  # bounded: int() refuses 4,300+ digits
     return int(match.group(1)) if match else None
 
 
@@ -152,9 +179,14 @@ class AIMESuite(MathAnswerSuite):
     (``id, problem, solution, answer, url``), ``Maxwell-Jia/AIME_2024`` (``ID, Problem,
     Solution, Answer``) and the AIME 2025 copies (``problem, answer, id``).
 
+    Problem ids are ``<year>/<id>``. The year is the one the row states (a ``year`` field, the
+    AoPS ``url``, an id such as ``2024-I-1``), else the ``year`` option, so a 2024 file loaded
+    with the default ``year`` still gets 2024 ids.
+
     Args:
-        year: 2024, 2025 or a list of both (problems concatenated, ids ``<year>/<id>``).
-        data_files: Local files instead of the hub (then ``year`` only labels the ids).
+        year: 2024, 2025 or a list of both (problems concatenated).
+        data_files: Local files instead of the hub (then ``year`` only labels rows that do not
+            state their year).
         dataset: Another hub copy (with a single ``year``).
         revision: A hub revision to pin.
         limit: Keep the first ``limit`` problems.
@@ -189,12 +221,12 @@ class AIMESuite(MathAnswerSuite):
 
     def load_split(self, split: str) -> list[dict[str, Any]]:
         if self.data_files is not None or len(self.years) == 1:
-            return [dict(row, _year=self.years[0]) for row in super().load_split(split)]
+            return [dict(row, _year=aime_row_year(row) or self.years[0]) for row in super().load_split(split)]
         rows: list[dict[str, Any]] = []
         for year in self.years:
             dataset, hub_split = AIME_DATASETS[year]
             loaded = load_rows(dataset, split=hub_split, revision=self.revision, env_id=self.env_id)
-            rows.extend(dict(row, _year=year) for row in loaded)
+            rows.extend(dict(row, _year=aime_row_year(row) or year) for row in loaded)
         return rows
 
     def make_problem(self, row: Mapping[str, Any], index: int, split: str) -> Problem:

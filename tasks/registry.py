@@ -58,7 +58,6 @@ def register_suite(name: str, factory: FactoryRef, *, env_name: str | None = Non
             entry_point="conductor_env.env:ConductorEnv",
             vector_entry_point="conductor_env.vector:ConductorVectorEnv",
             kwargs={"suite": key},
-            disable_env_checker=True,
         )
     return env_id
 

@@ -58,7 +58,7 @@ def test_every_spec_writes_parsable_workflows_that_run(env, spec):
         assert workflow.steps[-1].subtask.endswith(FINAL_FORMAT)
         _, reward, terminated, truncated, info = env.step(action)
         assert terminated and not truncated
-        assert info["parse_error"] is None and info["infra_error"] is None
+        assert info["parse_error"] == "" and info["infra_error"] == ""
         assert len(info["trace"]) == len(workflow.steps)
         assert info["cost_usd"] > 0
         rewards.append(reward)
@@ -132,7 +132,7 @@ def test_cycling_never_picks_the_conductor_itself():
             for action in make_policy(spec).act([observation] * 10):
                 assert all(s.worker != 4 for s in parse_workflow(action, num_workers=5).steps)
         _, reward, terminated, _, info = env.step(make_policy("moa:4").act([observation])[0])
-        assert terminated and info["parse_error"] is None
+        assert terminated and info["parse_error"] == ""
     finally:
         env.close()
 
@@ -179,7 +179,7 @@ def test_llm_conductor_with_the_local_gemma(env):
         assert usage.cost_usd == 0.0  # a local model has no price
         env.reset(seed=0)
         _, reward, terminated, _, info = env.step(actions[0])
-        assert terminated and (reward > 0) == (info["parse_error"] is None)
+        assert terminated and (reward > 0) == (info["parse_error"] == "")
     finally:
         run_sync(by_worker.aclose())
         run_sync(by_model.aclose())

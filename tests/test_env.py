@@ -179,7 +179,7 @@ def test_dead_worker_gives_infra_error_not_zero(suite: ReasoningGymSuite) -> Non
     assert (terminated, truncated) == (False, True)
     assert info["infra_error"] and "step 1" in info["infra_error"] and "3 attempt" in info["infra_error"]
     assert info["trace"][1]["attempts"] == 3 and info["trace"][1]["error"]
-    assert reward == 0.0 and info["parse_error"] is None
+    assert reward == 0.0 and info["parse_error"] == ""
 
 
 def test_transient_failures_are_retried(suite: ReasoningGymSuite) -> None:
@@ -222,3 +222,56 @@ def test_verifier_failure_is_an_infra_error_not_a_wrong_answer() -> None:
     _, reward, terminated, truncated, info = env.step(workflow((0, "Solve", "[]")))
     assert (reward, terminated, truncated) == (0.0, False, True)
     assert info["infra_error"] == "sandbox error: container vanished" and not info["correct"]
+
+
+class CrashingGrader(ReasoningGymSuite):
+    """A suite whose grader raises on what the answer holds (a comparison that blows up)."""
+
+    def verify(self, problem, answer):
+        from decimal import Decimal
+
+        return Decimal("sNaN") == Decimal(1)  # raises InvalidOperation, as on a program's output
+
+
+def test_a_grader_that_raises_on_the_answer_scores_it_wrong() -> None:
+    """Crashing the grader is no escape from a wrong-answer reward: only VerifierError is infra."""
+    env = make_env(CrashingGrader(["basic_arithmetic"], size=2))
+    env.reset(seed=0)
+    _, reward, terminated, truncated, info = env.step(workflow((0, "Solve", "[]")))
+    assert (reward, terminated, truncated) == (0.5, True, False)  # parsed, wrong (paper reward)
+    assert not info["infra_error"] and not info["correct"]
+    assert "could not be graded" in info["reason"] and "InvalidOperation" in info["reason"]
+
+
+def test_self_call_episode_ends_on_the_top_level_observation(suite: ReasoningGymSuite) -> None:
+    env = make_env(suite, self_call=True)
+    first, _ = env.reset(seed=0)
+    frame, _, _, _, info = env.step(workflow((3, "Delegate", "[]")))
+    assert frame["depth"] == 1 and info["frame_depth"] == 1 and set(info) == INFO_FIELDS | {"test_set", "frame_depth"}
+    last, _, terminated, _, info = env.step(workflow((0, "Solve", "[]")))
+    assert terminated and last == first and info["frame_depth"] == 0
+    assert env.observation_space.contains(last)
+
+
+def test_problem_index_out_of_range_names_the_range(suite: ReasoningGymSuite) -> None:
+    env = make_env(suite)
+    count = len(env.problems)
+    assert env.reset(options={"problem_index": count - 1})[1]["problem_id"] == env.problems[-1].id
+    for index in (count, -1):
+        with pytest.raises(IndexError, match=f"problems 0 to {count - 1}"):
+            env.reset(options={"problem_index": index})
+    with pytest.raises(TypeError, match="must be an int"):
+        env.reset(options={"problem_index": 1.5})
+
+
+def test_observations_fit_their_spaces_however_long_the_texts(suite: ReasoningGymSuite) -> None:
+    env = make_env(suite, max_rounds=2, self_call=True, max_question_bytes=2000)
+    env.reset(seed=0)
+    observation, *_ = env.step(workflow((3, "Delegate: " + "é" * 5000, "[]")))
+    assert observation["depth"] == 1 and "bytes cut" in observation["question"]  # quotes the long subtask
+    assert env.observation_space.contains(observation)
+    observation, _, terminated, _, _ = env.step(workflow((0, "Solve " + "→" * 9000, "[]")))
+    assert not terminated and observation["round"] == 1
+    assert "bytes cut" in observation["history"] and env.observation_space.contains(observation)
+    with pytest.raises(ValueError, match="max_question_bytes=20"):
+        make_env(suite, max_question_bytes=20).reset(seed=0)

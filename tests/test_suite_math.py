@@ -283,3 +283,17 @@ def test_real_aime_rows(name: str, year: int, count: int) -> None:
     assert all(0 <= p.answer <= 999 for p in problems)
     assert all(suite.verify(p, suite.reference_response(p)).correct for p in problems)
     assert not any(suite.verify(p, suite.wrong_response(p)).correct for p in problems)
+
+
+def test_aime_ids_name_the_year_the_rows_state(tmp_path: Path) -> None:
+    rows = [
+        {"id": 60, "problem": "p", "answer": "204", "url": "https://artofproblemsolving.com/wiki/index.php/2024_AIME_I_Problems/Problem_1"},
+        {"id": 61, "problem": "q", "answer": 5, "year": "2025"},
+        {"ID": "2024-II-3", "Problem": "r", "Answer": 7},
+        {"id": 62, "problem": "s", "answer": 9},
+    ]
+    path = tmp_path / "aime.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    ids = [p.id for p in AIMESuite(data_files=path).problems()]  # the default year labels only the last row
+    assert ids == ["2024/60", "2025/61", "2024/2024-II-3", "2025/62"]
+    assert [p.metadata["year"] for p in AIMESuite(year=2024, data_files=path).problems()] == [2024, 2025, 2024, 2024]
