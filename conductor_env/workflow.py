@@ -30,6 +30,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from conductor_env.thinking import drop_think_blocks
+
 AccessMode = Literal["binary", "indices"]
 
 #: Reason codes of :class:`WorkflowError`, with their meaning.
@@ -59,8 +61,6 @@ _LABELS = re.compile(
     re.IGNORECASE,
 )
 _LIST_START = re.compile(r"[ \t\r\n]*\[")
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _BULLET = re.compile(r"^[ \t]*(?:[-*+\u2022])[ \t]+", re.MULTILINE)
 _SMALL_INT = re.compile(r"-?\d{1,18}")
 _DIGITS = re.compile(r"\s*\d{1,9}\s*")
@@ -145,26 +145,12 @@ def _render_access(access: tuple[int, ...]) -> str:
 
 
 def _clean(text: str) -> str:
-    text = _drop_think_blocks(text)
+    text = drop_think_blocks(text)
     closing = text.lower().rfind("</think>")
     if closing != -1:  # an opening tag outside the response, e.g. prefilled by the template
         text = text[closing + len("</think>") :]
     text = text.replace("`", "")
     return _BULLET.sub("", text)
-
-
-def _drop_think_blocks(text: str) -> str:
-    """``_THINK_BLOCK.sub("", text)`` in linear time.
-
-    A ``<think>`` after the last ``</think>`` closes nowhere, and the regex would scan from each
-    such tag to the end of the text; so only the text up to the last closing tag is searched.
-    """
-    last = None
-    for last in _THINK_CLOSE.finditer(text):
-        pass
-    if last is None:
-        return text
-    return _THINK_BLOCK.sub("", text[: last.end()]) + text[last.end() :]
 
 
 class _Walk:

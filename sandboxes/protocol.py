@@ -2,7 +2,8 @@
 
 Expected outputs stay on this side: a job carries the program and the test inputs only, and
 :func:`report_from_reply` grades each outcome with the runner's own comparison
-(:func:`conductor_env.sandboxes.runner.grade_outcome`).
+(:func:`conductor_env.sandboxes.runner.grade_outcome`). Checks that are code (kind ``isolated``)
+do enter the sandbox, but only the checker child there reads them (see :func:`encode_job`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """The sandbox runner: runs an untrusted program test by test, inside the sandbox (stdlib only).
 
 The backends send this file's source to a fresh ``python3 -I -c BOOT`` inside the sandbox (a
-Docker container or a bubblewrap jail), where it runs as a small server: it reads jobs, one JSON
-object per line, and answers each with one JSON line. One sandbox start serves many jobs.
+Docker container or a bubblewrap jail), where it runs as a small server: it reads jobs, one framed JSON
+object each, and answers each with one JSON line. One sandbox start serves many jobs.
 
-Job::
+Job, framed as ``<length>\\n<header JSON>`` (then, for ``isolated``, ``checks_bytes`` bytes of
+``{"checks": str, "call": str}``)::
 
-    {"id": str, "program": str, "kind": "stdin" | "functional" | "script",
-     "tests": [{"input": str}, ...], "func_name": str | null, "limits": {Limits fields}}
+    {"id": str, "program": str, "kind": "stdin" | "functional" | "script" | "isolated",
+     "tests": [{"input": str}, ...], "func_name": str | null, "limits": {Limits fields},
+     "checks_bytes": int (isolated only)}
 
 Reply::
 
@@ -32,8 +34,12 @@ Kinds (LiveCodeBench's rules for ``stdin`` and ``functional``):
 - ``functional``: the program defines ``class Solution`` with method ``func_name`` (or a
   top-level function of that name); each test's input is one JSON value per line, the positional
   arguments; the result, with tuples made lists (recursively), must equal the expected JSON value.
-- ``script``: the program carries its own checks (HumanEval: ``... check(candidate)``); it
-  passes when its top level ran to its end.
+- ``script``: the program carries its own checks; it passes when its top level ran to its end.
+- ``isolated``: the checks are a separate party (HumanEval). The job's header carries the
+  program; the checks follow it on the stream, and a checker child reads them itself and runs
+  them with the candidate's function bound to a proxy. The candidate is forked after that, from a
+  runner that never held the checks, and answers calls with plain data over a pipe
+  (:mod:`conductor_env.sandboxes.proxy`). It passes when the checks ran to their end.
 
 Integrity (why a program cannot talk its way into a pass)
 ---------------------------------------------------------

@@ -14,11 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["extract_boxed", "extract_choice", "extract_code", "strip_think"]
+from conductor_env.thinking import THINK_CLOSE, THINK_OPEN, drop_think_blocks
 
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+__all__ = ["extract_boxed", "extract_choice", "extract_code", "strip_think"]
 
 
 def strip_think(text: str) -> str:
@@ -34,28 +32,14 @@ def strip_think(text: str) -> str:
     Returns:
         The response without its reasoning, stripped of surrounding whitespace.
     """
-    text = _drop_think_blocks(text or "")
-    closes = list(_THINK_CLOSE.finditer(text))
+    text = drop_think_blocks(text or "")
+    closes = list(THINK_CLOSE.finditer(text))
     if closes:
         text = text[closes[-1].end():]
-    opened = _THINK_OPEN.search(text)
+    opened = THINK_OPEN.search(text)
     if opened:
         text = text[: opened.start()]
     return text.strip()
-
-
-def _drop_think_blocks(text: str) -> str:
-    """``_THINK_BLOCK.sub("", text)`` in linear time.
-
-    A ``<think>`` after the last ``</think>`` closes nowhere, and the regex would scan from each
-    such tag to the end of the text; so only the text up to the last closing tag is searched.
-    """
-    last = None
-    for last in _THINK_CLOSE.finditer(text):
-        pass
-    if last is None:
-        return text
-    return _THINK_BLOCK.sub("", text[: last.end()]) + text[last.end() :]
 
 
 # ---------------------------------------------------------------------------------------------

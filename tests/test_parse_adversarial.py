@@ -26,6 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env import thinking
 from conductor_env import workflow as wf
 from conductor_env.tasks import extract, procedural, rlpr
 from conductor_env.tasks.extract import extract_boxed, extract_choice, extract_code, strip_think
@@ -602,7 +603,7 @@ CORPUS = [
 
 def test_every_pattern_is_reviewed(monkeypatch: pytest.MonkeyPatch) -> None:
     uses: set[tuple[str, int, str]] = set()
-    for module in (wf, extract, rlpr):
+    for module in (wf, thinking, extract, rlpr):
         monkeypatch.setattr(module, "re", _Recorder(re, uses))
         for name, value in list(vars(module).items()):
             if isinstance(value, re.Pattern):
@@ -623,7 +624,7 @@ def test_every_pattern_is_reviewed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_module_patterns_have_no_backtracking_shapes() -> None:
     # Also the reasoning-gym suite's patterns, which final_answer and its checks apply to responses.
-    for module in (wf, extract, rlpr, procedural):
+    for module in (wf, thinking, extract, rlpr, procedural):
         for name, value in vars(module).items():
             if isinstance(value, re.Pattern):
                 assert backtracking_risks(value.pattern, value.flags, searched=False) == [], (module.__name__, name)
