@@ -35,8 +35,12 @@ SAFE_INT = 1 << 53
 MAX_DEPTH = 100
 #: Most values (scalars and containers) in one message.
 MAX_NODES = 1_000_000
-class ProxyError(Exception):
-    """What crossed the pipe is not plain data, or the callee broke the protocol."""
+class ProxyError(BaseException):
+    """What crossed the pipe is not plain data, or the callee broke the protocol.
+
+    A ``BaseException``, like ``SystemExit``: checks that catch ``Exception`` around a call
+    (expecting the candidate to raise) must not swallow the proxy's own failure and pass.
+    """
 
 
 class CandidateError(Exception):

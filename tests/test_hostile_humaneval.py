@@ -326,3 +326,14 @@ def test_a_crash_storm_leaves_the_pool_working(suite, problem):
     for name in storm * 2:
         assert not suite.verify(problem, ATTACKS[name]).correct
     assert suite.verify(problem, HONEST["complete function"]).correct
+
+
+def test_checks_that_catch_exceptions_do_not_swallow_the_proxy(suite):
+    """A check expecting the candidate to raise must not pass when the reply was not plain data."""
+    checks = {"checks": "def check(f):\n    try:\n        f(0)\n    except Exception:\n        pass\n    f(1)\n", "call": "check(f)"}
+    sneaky = "class Thing:\n    pass\ndef f(x):\n    return Thing()\n"
+    report = suite.sandbox().run_tests(sneaky, [checks], kind="isolated", func_name="f", limits=LIMITS)
+    assert [result.verdict for result in report.tests] == ["wrong"], report
+    assert "plain data" in report.tests[0].detail
+    honest = "def f(x):\n    if x == 0:\n        raise ValueError('no')\n    return x\n"
+    assert suite.sandbox().run_tests(honest, [checks], kind="isolated", func_name="f", limits=LIMITS).passed
