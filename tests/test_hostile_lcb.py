@@ -187,3 +187,17 @@ def test_a_crash_storm_leaves_the_pool_working(suite):
         assert not suite.verify(problem(suite, problem_id), fenced(code)).correct
     for problem_id, code in HONEST.items():
         assert suite.verify(problem(suite, problem_id), fenced(code)).correct
+
+
+def test_a_job_waits_for_a_busy_pool_only_so_long():
+    """No verify blocks forever: with every worker held, a job gives up after the queue limit."""
+    box = get_sandbox("local", pool_size=1, limits=LIMITS)
+    box.queue_timeout_s = 0.5
+    held = box.pool.acquire()
+    try:
+        report = box.run_tests("print(1)", [{"input": "", "output": "1"}])
+        assert report.error is not None and "became free" in report.error
+    finally:
+        box.pool.release(held)
+    assert box.run_tests("print(1)", [{"input": "", "output": "1"}]).passed
+    box.close()
