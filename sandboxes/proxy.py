@@ -70,12 +70,17 @@ def encode(value: Any) -> str:
     return json.dumps(_to_wire(value, 0, budget), separators=(",", ":"), allow_nan=False)
 
 
-def _to_wire(value: Any, depth: int, budget: list) -> Any:
+def _spend(depth: int, budget: list) -> None:
+    """Counts one value against a message's limits (``budget`` holds the values left)."""
     budget[0] -= 1
     if budget[0] < 0:
         raise ProxyError(f"more than {MAX_NODES} values")
     if depth > MAX_DEPTH:
         raise ProxyError(f"nested deeper than {MAX_DEPTH} levels")
+
+
+def _to_wire(value: Any, depth: int, budget: list) -> Any:
+    _spend(depth, budget)
     kind = type(value)
     if value is None or kind is bool or kind is str:
         return value
@@ -135,11 +140,7 @@ _FLOAT_WORDS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
 def _from_wire(wire: Any, depth: int, budget: list) -> Any:
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise ProxyError(f"more than {MAX_NODES} values")
-    if depth > MAX_DEPTH:
-        raise ProxyError(f"nested deeper than {MAX_DEPTH} levels")
+    _spend(depth, budget)
     kind = type(wire)
     if wire is None or kind in (bool, int, float, str):
         return wire
