@@ -485,6 +485,14 @@ class GRPORecipe:
         format_warmup_steps: Steps of supervised warm start on rendered valid workflows before
             GRPO (0: none, as in the paper); see :mod:`conductor_env.agents.warmstart`.
         format_warmup_lr: Learning rate of that warm start.
+        format_warmup_subtask: The warm start targets' one instruction (``None``: the warm
+            start's default; a shorter one means shorter, cheaper completions).
+        format_warmup_preamble: Write ``Domain: <domain>.`` before the warm start targets' lists
+            (it teaches the format and to name the domain, not the routing).
+        heldout_questions: Questions of ``heldout_split`` on which the model is evaluated before
+            and after GRPO (0: no held-out evaluation, as in the paper).
+        heldout_split: The held-out split.
+        heldout_samples: Sampled actions per held-out question.
         seed: Seed of the dataset's episode seeds and of the trainer.
         logging_steps: Log every this many steps.
         save_steps: Save a checkpoint every this many steps (0: only the final model).
@@ -521,6 +529,11 @@ class GRPORecipe:
     use_vllm: bool | None = None
     format_warmup_steps: int = 0
     format_warmup_lr: float = 1e-3
+    format_warmup_subtask: str | None = None
+    format_warmup_preamble: bool = False
+    heldout_questions: int = 0
+    heldout_split: str = "validation"
+    heldout_samples: int = 2
     seed: int = 0
     logging_steps: int = 1
     save_steps: int = 0
@@ -760,23 +773,67 @@ class GRPORun:
     Attributes:
         rewards: Mean env reward of each optimizer step (TRL's logged ``reward``).
         log_history: TRL's full log.
-        final_dir: Where the final model and tokenizer were saved.
+        final_dir: Where the final model and tokenizer were saved (with LoRA, the adapter is
+            merged in, so the folder loads on its own: ``--policy llm:<final_dir>``).
         records: Every rewarded episode.
+        heldout_before: Held-out mean reward before GRPO (after any warm start), when measured.
+        heldout_after: Held-out mean reward after GRPO, when measured.
+        curve_path: The reward curve PNG, when drawn.
+        warnings: The progress warnings printed during the run.
     """
 
     rewards: list[float]
     log_history: list[dict[str, Any]]
     final_dir: str
     records: list[EpisodeRecord]
+    heldout_before: Any = None
+    heldout_after: Any = None
+    curve_path: str | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """Returns a JSON-friendly summary."""
         return {
             "rewards": self.rewards,
             "final_dir": self.final_dir,
+            "heldout_before": asdict(self.heldout_before) if self.heldout_before is not None else None,
+            "heldout_after": asdict(self.heldout_after) if self.heldout_after is not None else None,
+            "warnings": self.warnings,
             "log_history": self.log_history,
             "episodes": [asdict(r) for r in self.records],
         }
+
+
+#: The file beside a saved Conductor that tells ``llm:<folder>`` how it was trained.
+CONDUCTOR_CONFIG = "conductor.json"
+
+
+def conductor_config(recipe: GRPORecipe) -> dict[str, Any]:
+    """Returns what a saved Conductor needs to act as it was trained: its prompt and output limit,
+    and the env it was trained against (for the ``conductor-env eval`` line)."""
+    return {
+        "prompt": recipe.prompt,
+        "max_new_tokens": recipe.max_completion_length,
+        "env": recipe.env,
+        "pool": recipe.pool if isinstance(recipe.pool, str) else getattr(recipe.pool, "name", None),
+        "env_options": dict(recipe.env_options),
+        "suite_options": dict(recipe.suite_options),
+    }
+
+
+def save_conductor(trainer: Any, recipe: GRPORecipe, final_dir: Path) -> None:
+    """Saves the trained Conductor as a standalone model folder with its :data:`CONDUCTOR_CONFIG`.
+
+    A LoRA run's adapter is merged into its base (which may be a warm-started model that exists
+    only in memory), so the folder is a plain ``transformers`` model the ``local`` backend loads.
+    """
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if hasattr(model, "merge_and_unload"):
+        model.merge_and_unload().save_pretrained(str(final_dir))
+    else:
+        trainer.save_model(str(final_dir))
+    trainer.processing_class.save_pretrained(str(final_dir))
+    (final_dir / CONDUCTOR_CONFIG).write_text(json.dumps(conductor_config(recipe), indent=1, default=str), encoding="utf-8")
 
 
 def logged_rewards(log_history: Sequence[dict[str, Any]]) -> list[float]:
@@ -789,49 +846,129 @@ def logged_rewards(log_history: Sequence[dict[str, Any]]) -> list[float]:
     return values
 
 
-def train_grpo(recipe: GRPORecipe, *, callbacks: Sequence[Any] = (), followup: Policy | None = None) -> GRPORun:
+def train_grpo(
+    recipe: GRPORecipe,
+    *,
+    callbacks: Sequence[Any] = (),
+    followup: Policy | None = None,
+    progress: bool = False,
+    say: Callable[[str], None] | None = None,
+) -> GRPORun:
     """Runs a whole GRPO training (optionally after a format warm start) and saves the result.
 
     Args:
         recipe: The settings (paper defaults).
         callbacks: Extra trainer callbacks.
         followup: The policy for later rounds/frames (default: the trained model).
+        progress: Show a rich progress bar per step with the reward, parse rate and share of
+            identical-reward groups, and warn when the run stops carrying a learning signal
+            (:mod:`conductor_env.agents.progress`), instead of TRL's bar and log lines.
+        say: Prints a line at each phase (warm start, held-out evaluation, saving); ``None``: quiet.
 
     Returns:
-        The reward curve, TRL's log, the final model folder and every rewarded episode; the
-        same summary is written to ``<output_dir>/rewards.json``.
+        The reward curve, TRL's log, the final model folder, every rewarded episode and the
+        held-out figures; the same summary is written to ``<output_dir>/rewards.json`` and the
+        curve to ``<output_dir>/reward_curve.png``.
     """
+    tell = say or (lambda line: None)
     env_options = dict(recipe.env_options)
     env_options.setdefault("round_discount", recipe.round_discount)
     factory = EnvFactory(recipe.env, recipe.pool, split=recipe.split, suite_options=recipe.suite_options, **env_options)
+    heldout_factory = None
     output = Path(recipe.output_dir)
     model = None
     try:
+        prompt_builder = prompt_builder_of(recipe.prompt)
         if recipe.format_warmup_steps > 0:
-            from conductor_env.agents.warmstart import format_warm_start
+            from conductor_env.agents.warmstart import WARM_START_SUBTASK, format_warm_start
 
-            model = format_warm_start(
-                resolve_model_path(recipe.model),
-                factory,
-                steps=recipe.format_warmup_steps,
-                learning_rate=recipe.format_warmup_lr,
-                lora_top_layers=recipe.lora_top_layers,
-                seed=recipe.seed,
-                limit=recipe.problems,
-                prompt_builder=prompt_builder_of(recipe.prompt),
-            )
+            tell(f"format warm start: {recipe.format_warmup_steps} supervised steps on rendered workflows")
+            warm_bar = None
+            if progress:
+                from conductor_env.agents.progress import StepBar
+
+                warm_bar = StepBar("warm start", recipe.format_warmup_steps)
+            try:
+                model = format_warm_start(
+                    resolve_model_path(recipe.model),
+                    factory,
+                    steps=recipe.format_warmup_steps,
+                    learning_rate=recipe.format_warmup_lr,
+                    lora_top_layers=recipe.lora_top_layers,
+                    seed=recipe.seed,
+                    limit=recipe.problems,
+                    prompt_builder=prompt_builder,
+                    subtask=recipe.format_warmup_subtask or WARM_START_SUBTASK,
+                    preamble=(lambda info: f"Domain: {info['domain']}.") if recipe.format_warmup_preamble else None,
+                    on_step=warm_bar.step if warm_bar is not None else None,
+                )
+            finally:
+                if warm_bar is not None:
+                    warm_bar.close()
         trainer, reward = build_trainer(recipe, factory=factory, followup=followup, callbacks=callbacks, model=model)
-        trainer.train()
+        model = None  # the trainer holds it now
+        bar = None
+        if progress:
+            from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+            from conductor_env.agents.progress import RichProgress
+
+            trainer.remove_callback(ProgressCallback)
+            trainer.remove_callback(PrinterCallback)
+            bar = RichProgress(recipe.max_steps)
+            trainer.add_callback(bar)
+        before = after = None
+        if recipe.heldout_questions > 0:
+            from conductor_env.agents.heldout import evaluate_heldout, heldout_rows
+
+            heldout_factory = EnvFactory(recipe.env, recipe.pool, split=recipe.heldout_split, suite_options=recipe.suite_options, **env_options)
+            rows = heldout_rows(heldout_factory, recipe.heldout_questions, prompt_builder)
+            tell(f"held-out reward before GRPO: {len(rows)} {recipe.heldout_split} questions x {recipe.heldout_samples} samples")
+            before = evaluate_heldout(
+                trainer.model, trainer.processing_class, heldout_factory, rows, samples=recipe.heldout_samples,
+                max_new_tokens=recipe.max_completion_length, temperature=recipe.temperature,
+            )
+            tell(f"held-out before GRPO: mean reward {before.mean_reward:.3f}, parse rate {before.parse_rate:.0%}")
+        try:
+            trainer.train()
+        finally:
+            if bar is not None:
+                bar.close()
+        if heldout_factory is not None:
+            after = evaluate_heldout(
+                trainer.model, trainer.processing_class, heldout_factory, rows, samples=recipe.heldout_samples,
+                max_new_tokens=recipe.max_completion_length, temperature=recipe.temperature,
+            )
+            tell(f"held-out after GRPO: mean reward {after.mean_reward:.3f}, parse rate {after.parse_rate:.0%}")
         final_dir = output / "final"
-        trainer.save_model(str(final_dir))
-        trainer.processing_class.save_pretrained(str(final_dir))
+        save_conductor(trainer, recipe, final_dir)
+        rewards = logged_rewards(trainer.state.log_history)
+        curve_path = None
+        if rewards:
+            from conductor_env.agents.progress import plot_reward_curve
+
+            curve_path = str(
+                plot_reward_curve(
+                    rewards,
+                    output / "reward_curve.png",
+                    heldout_before=before.mean_reward if before else None,
+                    heldout_after=after.mean_reward if after else None,
+                    title=f"GRPO on {recipe.env}: {Path(str(recipe.model)).name}",
+                )
+            )
         run = GRPORun(
-            rewards=logged_rewards(trainer.state.log_history),
+            rewards=rewards,
             log_history=list(trainer.state.log_history),
             final_dir=str(final_dir),
             records=list(reward.records),
+            heldout_before=before,
+            heldout_after=after,
+            curve_path=curve_path,
+            warnings=list(bar.warnings) if bar is not None else [],
         )
         (output / "rewards.json").write_text(json.dumps(run.to_json(), indent=1, default=str), encoding="utf-8")
         return run
     finally:
         factory.close()
+        if heldout_factory is not None:
+            heldout_factory.close()

@@ -12,6 +12,9 @@ and batching decide how many run at once.
    :class:`~conductor_env.workers.pool.WorkerPool`, e.g. the env's own pool, whose loaded
    backend is then shared), then of the ``local`` preset, e.g. ``llm:gemma-greedy``;
 2. a local model folder (a path to a transformers checkpoint), served by the ``local`` backend;
+   a Conductor saved by ``conductor-env train grpo`` carries a ``conductor.json`` beside its
+   weights, and is then prompted as it was trained (e.g. with the compact prompt) with its
+   training output limit;
 3. a model name known to :mod:`conductor_env.models` (e.g. ``gemma3-270m``), exported once to
    a cache folder (:func:`~conductor_env.models.ensure_model`) and served by the ``local`` backend.
 """
@@ -19,10 +22,12 @@ and batching decide how many run at once.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any, Sequence
 
 from conductor_env.agents.base import ActionUsage, Observation, Policy
+from conductor_env.agents.grpo import CONDUCTOR_CONFIG, full_prompt, prompt_builder_of
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.pool import PoolError, WorkerPool, load_pool, preset_names
 from conductor_env.workers.retry import RetryPolicy, with_retries
@@ -64,6 +69,18 @@ def _local_pool(name: str, *, max_concurrency: int, local_options: dict[str, Any
     return WorkerPool([spec], name=f"llm:{name}")
 
 
+def trained_conductor_config(name: str) -> dict[str, Any] | None:
+    """Returns the ``conductor.json`` a GRPO run saved in model folder ``name``, if there is one."""
+    path = Path(name).expanduser() / CONDUCTOR_CONFIG
+    if not path.is_file():
+        return None
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"llm:{name}: unreadable {CONDUCTOR_CONFIG}: {error}") from error
+    return loaded if isinstance(loaded, dict) else None
+
+
 class LLMConductor(Policy):
     """A chat LLM that writes workflows zero-shot from the env's Conductor prompt.
 
@@ -103,6 +120,12 @@ class LLMConductor(Policy):
         else:
             self._pool = _local_pool(name, max_concurrency=max_concurrency, local_options=local_options)
             self._index, self._owns_pool = 0, True
+        self.prompt_builder = full_prompt
+        trained = trained_conductor_config(name) if found is None else None
+        if trained is not None:
+            self.prompt_builder = prompt_builder_of(str(trained.get("prompt", "full")))
+            if max_tokens == DEFAULT_MAX_TOKENS and trained.get("max_new_tokens"):
+                max_tokens = int(trained["max_new_tokens"])
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.retry = retry or RetryPolicy()
@@ -116,7 +139,7 @@ class LLMConductor(Policy):
     async def _one(self, observation: Observation, seed: int) -> tuple[str, ActionUsage]:
         worker = self.worker
         semaphore = self._pool.semaphore(self._index)
-        messages = [{"role": "user", "content": observation["prompt"]}]
+        messages = [{"role": "user", "content": self.prompt_builder(observation)}]
 
         async def attempt():
             async with semaphore:

@@ -103,6 +103,7 @@ def format_warm_start(
     prompt_builder: PromptBuilder = full_prompt,
     subtask: str = WARM_START_SUBTASK,
     preamble: Callable[[dict[str, Any]], str] | None = None,
+    on_step: Callable[[int, float], None] | None = None,
 ) -> Any:
     """Fine-tunes ``model_path`` on rendered valid workflows and returns the merged model.
 
@@ -120,6 +121,7 @@ def format_warm_start(
         subtask: The instruction of the rendered single-step workflows.
         preamble: A line of reasoning before the lists, from the reset ``info`` (see
             :func:`warm_start_rows`).
+        on_step: Called after every step with its number (1-based) and loss (e.g. a progress bar).
 
     Returns:
         The fine-tuned ``transformers`` model (LoRA merged, in train mode), with the per-step
@@ -153,6 +155,8 @@ def format_warm_start(
         optimizer.step()
         losses.append(loss.item())
         logger.info("format warm start step %d/%d: loss %.3f (%.1f s)", step + 1, steps, losses[-1], time.perf_counter() - started)
+        if on_step is not None:
+            on_step(step + 1, losses[-1])
     merged = model.merge_and_unload()
     merged.warm_start_losses = losses
     return merged

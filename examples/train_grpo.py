@@ -6,9 +6,10 @@ temperature 1.0, vLLM colocated on a CUDA GPU). A real run wants a GPU and a str
 
     python examples/train_grpo.py --model Qwen/Qwen2.5-7B-Instruct --env Conductor-Mix-v0 --pool paper
 
-``--cpu-demo`` shrinks everything so it finishes on a laptop CPU with the local Gemma 3 270M
-as the Conductor and simulated workers (a format warm start first, since the tiny base model
-rarely writes the three lists on its own; see conductor_env/agents/warmstart.py)::
+``--cpu-demo`` uses the cpu profile of ``conductor-env train grpo`` for 4 steps: the local
+Gemma 3 270M as the Conductor, one simulated expert per domain, LoRA, the compact prompt and a
+format warm start first, since the tiny base model rarely writes the three lists on its own
+(see conductor_env/agents/profiles.py and warmstart.py)::
 
     python examples/train_grpo.py --cpu-demo
 
@@ -41,17 +42,13 @@ def main() -> None:
         env_options={"max_rounds": args.max_rounds},
     )
     if args.cpu_demo:
-        recipe.env_options["examples"] = "none"  # a shorter prompt: cheaper on a CPU
-        recipe.suite_options = {"datasets": ["basic_arithmetic", "letter_counting", "syllogism"], "size": 10}
-        recipe.max_steps, recipe.questions_per_step, recipe.num_generations = 4, 3, 4
-        recipe.balance_domains = True  # one question per domain in every step
-        recipe.max_completion_length = 48
-        # The settings that learned to route in BENCHMARKS.md (there over 40 steps, not 4).
-        recipe.learning_rate, recipe.lr_scheduler_type, recipe.warmup_ratio = 2e-4, "constant_with_warmup", 0.2
-        recipe.lora_r, recipe.lora_top_layers = 16, 6
-        recipe.format_warmup_steps = 8
+        # The cpu profile of `conductor-env train grpo` (conductor_env/agents/profiles.py): the
+        # settings that learned to route in BENCHMARKS.md, here for 4 steps instead of its 24.
+        from conductor_env.agents.profiles import CPU_PROFILE, recipe_settings
 
-    run = train_grpo(recipe)
+        recipe = GRPORecipe(**recipe_settings(CPU_PROFILE, {"output_dir": args.output_dir, "max_steps": 4, "env_options": {"max_rounds": args.max_rounds}}))
+
+    run = train_grpo(recipe, progress=True, say=print)
     print("mean env reward per step:", [round(r, 3) for r in run.rewards])
     print("final model saved to", run.final_dir)
 

@@ -179,11 +179,11 @@ def test_cli_maps_flags_to_the_recipe():
 
     parser = build_parser()
     args = parser.parse_args(["train", "grpo", "--max-steps", "3", "--env-option", "max_rounds=2", "--lora-r", "8", "--no-vllm"])
-    recipe = recipe_from_args(args)
+    recipe = recipe_from_args(args, cuda=True)  # the gpu profile: the paper's defaults
     assert recipe.max_steps == 3 and recipe.env_options == {"max_rounds": 2} and recipe.lora_r == 8
     assert recipe.use_vllm is False and recipe.learning_rate == 1e-6 and recipe.num_generations == 64
     assert recipe.balance_domains is False
-    assert recipe_from_args(parser.parse_args(["train", "grpo", "--balance-domains"])).balance_domains is True
+    assert recipe_from_args(parser.parse_args(["train", "grpo", "--balance-domains"]), cuda=True).balance_domains is True
     with pytest.raises(UsageError, match="unknown --env-option"):
         recipe_from_args(parser.parse_args(["train", "grpo", "--env-option", "max_round=2"]))
 

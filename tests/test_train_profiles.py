@@ -1,0 +1,201 @@
+"""``conductor-env train grpo`` for a first run: the profile choice, the progress warnings, the
+reward curve, the saved Conductor's config, and bad input failing before any model loads."""
+
+from __future__ import annotations
+
+import io
+import json
+from types import SimpleNamespace
+
+import pytest
+
+import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.agents.commands import eval_command, recipe_from_args
+from conductor_env.agents.grpo import GRPORecipe, compact_prompt, conductor_config
+from conductor_env.agents.preflight import RecipeError, check_learnable, check_pool, shortest_workflow_tokens
+from conductor_env.agents.profiles import CPU_PROFILE, GPU_PROFILE, choose_profile
+from conductor_env.agents.progress import RichProgress, StepStats, StepWatch, plot_reward_curve
+from conductor_env.cli import UsageError, build_parser, main
+
+
+def parse(*flags: str):
+    return build_parser().parse_args(["train", "grpo", *flags])
+
+
+# ------------------------------------------------------------------------------------ profiles
+
+
+def test_the_profile_follows_the_gpu_and_says_why():
+    profile, line = choose_profile(None, cuda=False)
+    assert profile is CPU_PROFILE and line.startswith("profile cpu (") and "no CUDA GPU" in line and "\n" not in line
+    profile, line = choose_profile(None, cuda=True)
+    assert profile is GPU_PROFILE and "a CUDA GPU is present" in line
+    profile, line = choose_profile("gpu", cuda=False)
+    assert profile is GPU_PROFILE and "--profile" in line
+    with pytest.raises(ValueError, match="unknown profile"):
+        choose_profile("tpu", cuda=False)
+
+
+def test_the_gpu_profile_is_the_papers_recipe():
+    assert recipe_from_args(parse(), cuda=True) == GRPORecipe()
+    assert recipe_from_args(parse("--profile", "gpu"), cuda=False) == GRPORecipe()
+
+
+def test_the_cpu_profile_is_the_recipe_that_learned():
+    recipe = recipe_from_args(parse(), cuda=False)
+    assert (recipe.lora_r, recipe.lora_top_layers, recipe.prompt) == (16, 6, "compact")
+    assert recipe.format_warmup_steps > 0 and recipe.format_warmup_preamble
+    assert (recipe.learning_rate, recipe.lr_scheduler_type, recipe.warmup_ratio) == (2e-4, "constant_with_warmup", 0.2)
+    assert recipe.pool == "experts" and recipe.env_options["show_names"] is True and recipe.balance_domains
+    assert recipe.questions_per_step % 3 == 0  # three domains, balanced
+    assert recipe.heldout_questions > 0 and recipe.use_vllm is False
+    assert recipe.max_completion_length >= shortest_workflow_tokens(recipe) and recipe.max_completion_length <= 64
+    assert recipe == recipe_from_args(parse("--profile", "cpu"), cuda=True)
+
+
+def test_flags_override_the_profile_and_options_merge():
+    recipe = recipe_from_args(parse("--max-steps", "5", "--env-option", "max_rounds=2", "--suite-option", "size=5"), cuda=False)
+    assert recipe.max_steps == 5 and recipe.lora_r == 16
+    assert recipe.env_options == {"examples": "none", "show_names": True, "max_rounds": 2}
+    assert recipe.suite_options["size"] == 5 and len(recipe.suite_options["datasets"]) == 6
+    other = recipe_from_args(parse("--env", "Conductor-Math-v0"), cuda=False)
+    assert other.env == "Conductor-Math-v0" and other.suite_options == {}  # the profile's datasets are the RG suite's
+    assert recipe_from_args(parse("--no-balance-domains"), cuda=False).balance_domains is False
+
+
+# ------------------------------------------------------------------------------------ warnings
+
+
+def steps(*figures: tuple[float, float, float], clipped: float = 0.0) -> list[StepStats]:
+    return [StepStats(step=i + 1, reward=r, parse_rate=p, identical_share=z, clipped_share=clipped) for i, (r, p, z) in enumerate(figures)]
+
+
+def feed(watch: StepWatch, stats: list[StepStats]) -> list[str]:
+    return [warning for s in stats for warning in watch.update(s)]
+
+
+def test_no_parse_for_three_steps_warns_once_with_the_fix():
+    warnings = feed(StepWatch(), steps(*[(0.0, 0.0, 1.0)] * 6))
+    assert len(warnings) == 1 and "parse rate 0 for 3 steps" in warnings[0] and "--format-warmup-steps" in warnings[0]
+    clipped = feed(StepWatch(), steps(*[(0.0, 0.0, 1.0)] * 3, clipped=1.0))
+    assert len(clipped) == 1 and "--max-completion-length" in clipped[0]
+    assert feed(StepWatch(), steps((0.0, 0.0, 1.0), (0.0, 0.0, 1.0), (0.3, 0.5, 0.5), (0.0, 0.0, 1.0))) == []
+
+
+def test_identical_groups_warn_unless_the_policy_converged():
+    stuck = feed(StepWatch(), steps((0.6, 1.0, 0.5), (0.4, 1.0, 1.0), (0.4, 1.0, 0.8), (0.4, 1.0, 1.0)))
+    assert len(stuck) == 1 and "identical rewards for 3 steps" in stuck[0] and "--learning-rate" in stuck[0]
+    assert feed(StepWatch(), steps(*[(0.97, 1.0, 1.0)] * 5)) == []  # every completion right: converged
+    assert feed(StepWatch(), steps((0.4, 1.0, 1.0), (0.4, 1.0, 0.2), (0.4, 1.0, 1.0), (0.4, 1.0, 1.0))) == []
+    assert feed(StepWatch(patience=2, identical_threshold=0.5), steps((0.4, 1.0, 0.5), (0.4, 1.0, 0.5)))
+
+
+def test_step_stats_read_trls_log_and_the_bar_prints_warnings(tmp_path):
+    from rich.console import Console
+
+    log = {"rewards/conductor_env/mean": 0.5, "conductor/parse_rate": 0.0, "frac_reward_zero_std": 1.0, "completions/clipped_ratio": 1.0}
+    assert StepStats.from_log(4, log) == StepStats(4, 0.5, 0.0, 1.0, 1.0)
+    assert StepStats.from_log(4, {"train_runtime": 12.0}) is None
+    out = io.StringIO()
+    bar = RichProgress(5, console=Console(file=out, width=200))
+    state = SimpleNamespace(global_step=0)
+    bar.on_train_begin(None, state, None)
+    for step in range(1, 4):
+        state.global_step = step
+        bar.on_log(None, state, None, logs=log)
+    bar.on_log(None, state, None, logs={"train_runtime": 3.0})
+    bar.on_train_end(None, state, None)
+    assert len(bar.history) == 3 and len(bar.warnings) == 1
+    assert "warning:" in out.getvalue() and "--max-completion-length" in out.getvalue()
+    assert bar.on_step_begin(None, state, None) is None  # hooks it does not use are no-ops
+
+
+def test_reward_curve_png(tmp_path):
+    path = plot_reward_curve([0.5, 0.6, 0.55, 0.8], tmp_path / "run" / "reward_curve.png", heldout_before=0.6, heldout_after=0.8)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ------------------------------------------------------------------------------------ the saved Conductor
+
+
+def test_a_saved_conductor_is_prompted_as_trained(tmp_path):
+    from conductor_env.agents.llm import LLMConductor
+
+    recipe = recipe_from_args(parse(), cuda=False)
+    (tmp_path / "conductor.json").write_text(json.dumps(conductor_config(recipe)), encoding="utf-8")
+    policy = LLMConductor(str(tmp_path))  # builds the policy; the weights load on the first call
+    assert policy.prompt_builder is compact_prompt and policy.max_tokens == recipe.max_completion_length
+    line = eval_command(recipe, str(tmp_path))
+    assert f"--policy llm:{tmp_path}" in line and "--pool experts" in line and "show_names=true" in line
+    assert "--split validation" in line
+
+
+# ------------------------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--model", "gemma3-27m"], "model 'gemma3-27m' not found: pass a local model name"),
+        (["--model", "./no/such/folder"], "not found"),
+        (["--env", "Conductor-Nope-v0"], "env 'Conductor-Nope-v0' does not exist: pass --env one of"),
+        (["--env", "CartPole-v1"], "is not a Conductor env"),
+        (["--pool", "no-such-pool"], "pool 'no-such-pool'"),
+        (["--max-completion-length", "8"], "shorter than any workflow"),
+        (["--num-generations", "1"], "--num-generations 2 or more"),
+        (["--per-device-batch-size", "5"], "must divide"),
+    ],
+)
+def test_bad_input_fails_in_one_line_before_the_model_loads(tmp_path, capsys, flags, message):
+    out = tmp_path / "run"
+    assert main(["train", "grpo", "--output-dir", str(out), *flags]) == 2
+    captured = capsys.readouterr()
+    error = captured.err.strip()
+    assert message in error and error.startswith("conductor-env train: error:") and "\n" not in error
+    assert captured.out.startswith("profile cpu (")  # the profile line comes first
+    assert not out.exists()  # nothing trained, nothing saved
+
+
+def test_a_pool_without_its_keys_names_the_variable(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("CONDUCTOR_TEST_ABSENT_KEY", raising=False)
+    pool = tmp_path / "api.toml"
+    pool.write_text(
+        'name = "api"\n[[workers]]\nid = "gpt"\nbackend = "openai"\nmodel = "gpt-4o-mini"\napi_key_env = "CONDUCTOR_TEST_ABSENT_KEY"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(RecipeError, match=r"worker 'gpt' needs \$CONDUCTOR_TEST_ABSENT_KEY; set it"):
+        check_pool(str(pool))
+    assert main(["train", "grpo", "--pool", str(pool), "--output-dir", str(tmp_path / "run")]) == 2
+    assert "CONDUCTOR_TEST_ABSENT_KEY" in capsys.readouterr().err
+    monkeypatch.setenv("CONDUCTOR_TEST_ABSENT_KEY", "sk-test")
+    check_pool(str(pool))  # with the key set it passes
+
+
+def test_completion_limits_are_measured_against_the_warm_start_target():
+    recipe = recipe_from_args(parse(), cuda=False)
+    with_preamble = shortest_workflow_tokens(recipe)
+    assert with_preamble > shortest_workflow_tokens(GRPORecipe())
+    check_learnable(recipe)
+    with pytest.raises(RecipeError, match="pass --max-completion-length"):
+        check_learnable(GRPORecipe(max_completion_length=4))
+    with pytest.raises(UsageError, match="unknown profile"):
+        recipe_from_args(SimpleNamespace(**{**vars(parse()), "profile": "tpu"}), cuda=False)
+
+
+@pytest.mark.slow
+def test_a_short_cpu_profile_run_saves_a_conductor_that_plugs_back_in(tmp_path):
+    from conductor_env.agents.grpo import train_grpo
+    from conductor_env.agents.llm import LLMConductor
+    from conductor_env.agents.profiles import recipe_settings
+
+    overrides = {
+        "output_dir": str(tmp_path), "max_steps": 1, "num_generations": 2, "format_warmup_steps": 2,
+        "heldout_questions": 3, "heldout_samples": 1, "suite_options": {"size": 2},
+    }  # fmt: skip
+    run = train_grpo(GRPORecipe(**recipe_settings(CPU_PROFILE, overrides)), progress=True)
+    assert len(run.rewards) == 1 and run.heldout_before is not None and run.heldout_after is not None
+    assert (tmp_path / "reward_curve.png").is_file() and (tmp_path / "rewards.json").is_file()
+    final = tmp_path / "final"
+    assert (final / "config.json").is_file() and not (final / "adapter_config.json").exists()  # LoRA merged in
+    policy = LLMConductor(str(final))
+    assert policy.prompt_builder is compact_prompt and policy.max_tokens == CPU_PROFILE.settings["max_completion_length"]
