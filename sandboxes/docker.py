@@ -40,9 +40,9 @@ _SWEPT = False
 _SWEEP_LOCK = threading.Lock()
 
 
-def container_uid(slot: int) -> int:
-    """A uid for one container of this process, distinct from other processes' and slots'."""
-    return UID_BASE + (os.getpid() % 100_000) * 256 + slot % 256
+def container_uid(identity: int) -> int:
+    """A uid for one container of this process, from its worker's ``identity`` (distinct among live workers)."""
+    return UID_BASE + (os.getpid() % 100_000) * 256 + identity % 256
 
 
 def _start_time(pid: int) -> str | None:
@@ -138,7 +138,7 @@ class DockerWorker(RunnerWorker):
         from docker.types import LogConfig, Ulimit
 
         sandbox = self._sandbox
-        uid = container_uid(self.slot)
+        uid = container_uid(self.identity)
         config = {"base": "/tmp", "limit_processes": True}
         self.container = sandbox.client.containers.create(
             sandbox.image,

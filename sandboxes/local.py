@@ -57,9 +57,9 @@ def _new_spawner_after_fork() -> None:
 os.register_at_fork(after_in_child=_new_spawner_after_fork)
 
 
-def sandbox_uid(slot: int) -> int:
-    """A uid for one worker of this process, distinct from other processes' and workers'."""
-    return UID_BASE + (os.getpid() % 100_000) * 256 + slot % 256
+def sandbox_uid(identity: int) -> int:
+    """A uid for one worker of this process, from its worker's ``identity`` (distinct among live workers)."""
+    return UID_BASE + (os.getpid() % 100_000) * 256 + identity % 256
 
 
 @lru_cache(maxsize=1)
@@ -151,7 +151,7 @@ class LocalWorker(RunnerWorker):
 
     def _launch(self) -> None:
         is_root = os.geteuid() == 0
-        uid = sandbox_uid(self.slot)
+        uid = sandbox_uid(self.identity)
         kwargs: dict = {}
         if self.use_bwrap:
             python, binds = _system_python()

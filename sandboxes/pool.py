@@ -35,15 +35,51 @@ logger = logging.getLogger(__name__)
 START_TIMEOUT_S = 60.0
 
 
+class _Identities:
+    """Hands every live worker of this process an index of its own, from which backends derive
+    its uid: workers of different sandboxes in one process (an env and its copy, say) then never
+    share a uid, so one's fork bomb cannot exhaust the other's per-uid process limit."""
+
+    def __init__(self, count: int) -> None:
+        self._count = count
+        self._free = list(range(count))
+        self._lock = threading.Lock()
+        self._overflow = 0
+
+    def take(self) -> int:
+        """The lowest free index (when all are taken, indices are shared in turn)."""
+        with self._lock:
+            if self._free:
+                return self._free.pop(0)
+            self._overflow += 1
+            logger.warning("more than %d sandbox workers alive in this process: some share a uid", self._count)
+            return self._overflow % self._count
+
+    def give_back(self, index: int) -> None:
+        with self._lock:
+            if index not in self._free:
+                self._free.append(index)
+                self._free.sort()
+
+
+#: Identity indices 0..254 (255 is the local backend's probe uid).
+IDENTITIES = _Identities(255)
+
+
 class RunnerWorker(abc.ABC):
     """One runner server: started once, then one job at a time over a byte stream.
 
     Args:
-        slot: The pool slot it fills (backends derive per-slot identities from it).
+        slot: The pool slot it fills.
+
+    Attributes:
+        identity: An index no other live worker of this process holds; backends derive the
+            worker's uid from it. Given back when the pool closes the worker.
     """
 
     def __init__(self, slot: int) -> None:
         self.slot = slot
+        self.identity = IDENTITIES.take()
         self.jobs_served = 0
         self._buffer = bytearray()
         self.hello: dict = {}
@@ -274,6 +310,8 @@ def _close_quietly(worker: RunnerWorker) -> None:
         worker.close()
     except Exception as error:  # closing is best effort; the label sweep catches leftovers
         logger.warning("closing sandbox worker %s failed: %s", worker.slot, error)
+    finally:
+        IDENTITIES.give_back(worker.identity)
 
 
 _OPEN_SANDBOXES: "weakref.WeakSet[RunnerSandbox]" = weakref.WeakSet()

@@ -192,3 +192,27 @@ def test_leftover_check_sees_a_running_test(sandbox):
     job.join()
     assert seen, "the running test was never seen"
     assert sandbox.leftover_processes() == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_sandboxes_of_one_process_run_programs_under_distinct_uids(backend):
+    """Per-uid limits (processes) are not shared: a fork bomb in one cannot starve the other."""
+    first, second = open_backend(backend, pool_size=2), open_backend(backend, pool_size=2)
+    try:
+        first.warm()
+        second.warm()
+        identities = [{worker.identity for worker in box.pool.workers()} for box in (first, second)]
+        assert len(identities[0] | identities[1]) == 4
+        if backend == "local" and os.geteuid() != 0:
+            return  # without root, bubblewrap keeps the caller's uid for every jail
+        uids = []
+        for box in (first, second):
+            seen = set()
+            for _ in range(4):
+                report = box.run_tests("import os\nprint(os.getuid())", [{"input": "", "output": "x"}])
+                seen.add(int(report.tests[0].stdout_head))
+            uids.append(seen)
+        assert uids[0] and uids[1] and not uids[0] & uids[1]
+    finally:
+        first.close()
+        second.close()
