@@ -322,3 +322,9 @@ class DockerSandbox(RunnerSandbox):
         super().__setstate__(state)
         self.client = _LazyDockerClient()
         self.owner = owner_tag()
+
+    def _forget_inherited(self) -> None:
+        """In a forked child, also a daemon connection and an owner label of its own."""
+        super()._forget_inherited()
+        self.client = _LazyDockerClient()
+        self.owner = owner_tag()

@@ -413,3 +413,20 @@ class RunnerSandbox(Sandbox):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         _OPEN_SANDBOXES.add(self)
+
+    def _forget_inherited(self) -> None:
+        """In a forked child: the workers are the parent's processes or containers, so this
+        sandbox starts an empty pool of its own and never uses or closes the parent's."""
+        _INHERITED_POOLS.append(self.pool)  # kept, so that no finalizer of theirs runs here
+        self.pool = WorkerPool(self.pool._factory, self.pool.size)
+
+
+_INHERITED_POOLS: list[WorkerPool] = []
+
+
+def _forget_inherited_sandboxes() -> None:
+    for sandbox in list(_OPEN_SANDBOXES):
+        sandbox._forget_inherited()
+
+
+os.register_at_fork(after_in_child=_forget_inherited_sandboxes)

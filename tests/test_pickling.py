@@ -4,6 +4,7 @@ subprocess vector envs started with ``spawn`` (Gymnasium's AsyncVectorEnv, SB3's
 from __future__ import annotations
 
 import copy
+import os
 import functools
 import pickle
 from pathlib import Path
@@ -303,3 +304,29 @@ def _step_unpickled(data: bytes, action: str) -> tuple:
     finally:
         env.close()
 
+
+
+@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_a_forked_child_starts_its_own_workers_and_leaves_the_parents_alone(backend):
+    """AsyncVectorEnv's default start method on Linux forks: the child must not use or close
+    the parent's sandbox workers (for Docker, remove its containers)."""
+    from conductor_env.sandboxes import get_sandbox
+
+    box = get_sandbox(backend, pool_size=1)
+    add = "print(sum(map(int, input().split())))"
+    test = [{"input": "2 3", "output": "5"}]
+    assert box.run_tests(add, test).passed
+    parent_worker = box.pool.workers()[0]
+    pid = os.fork()
+    if pid == 0:  # the child: grade on workers of its own, then close them
+        code = 1
+        try:
+            code = 0 if box.run_tests(add, test).passed and parent_worker not in box.pool.workers() else 3
+            box.close()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert box.pool.workers() == [parent_worker]
+    assert box.run_tests(add, test).passed  # the parent's worker still serves
+    box.close()
