@@ -153,6 +153,22 @@ def _clean(text: str) -> str:
     return _BULLET.sub("", text)
 
 
+def _close_bracket(walk: "_Walk", ends: dict, end: int) -> "_Walk | None":
+    """Applies a ``]`` ending at ``end`` to ``walk``: lists opened at this depth end there.
+
+    Returns:
+        The walk, or ``None`` once no list it carries is still open.
+    """
+    walk.depth -= 1
+    closed = walk.waiting.pop(walk.depth, None)
+    if closed is None:
+        return walk
+    for opening in closed:
+        ends[opening] = end
+    walk.size -= len(closed)
+    return walk if walk.size else None
+
+
 class _Walk:
     """Scans for the ``]`` closing list openings that follow one path through the text.
 
@@ -236,17 +252,10 @@ def _list_ends(text: str, openings: list[int]) -> dict[int, int]:
                     outside.depth += 1
             elif char == "]":
                 if outside is not None:
-                    outside.depth -= 1
-                    closed = outside.waiting.pop(outside.depth, None)
-                    if closed is not None:
-                        for opening in closed:
-                            ends[opening] = i + 1
-                        outside.size -= len(closed)
-                        if not outside.size:
-                            outside = None
-                            if double is None and single is None:  # nothing open: go to the next list
-                                resume = upcoming if upcoming >= 0 else n
-                                break
+                    outside = _close_bracket(outside, ends, i + 1)
+                    if outside is None and double is None and single is None:  # nothing open: next list
+                        resume = upcoming if upcoming >= 0 else n
+                        break
             elif char == '"':
                 outside, double = double, outside
             elif char == "'":
@@ -267,14 +276,7 @@ def _list_ends(text: str, openings: list[int]) -> dict[int, int]:
                     elif escaped == "[":  # never an opening: those follow a label
                         outside.depth += 1
                     elif escaped == "]":
-                        outside.depth -= 1
-                        closed = outside.waiting.pop(outside.depth, None)
-                        if closed is not None:
-                            for opening in closed:
-                                ends[opening] = skip + 1
-                            outside.size -= len(closed)
-                            if not outside.size:
-                                outside = None
+                        outside = _close_bracket(outside, ends, skip + 1)
         start = resume
     in_string = sorted(o for walk in (double, single) if walk is not None for group in walk.waiting.values() for o in group)
     if in_string:

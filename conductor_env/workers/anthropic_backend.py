@@ -18,15 +18,14 @@ message is sent as a prefill. ``base_url`` reaches any server speaking the Messa
 
 from __future__ import annotations
 
-import asyncio
 import time
-import weakref
 from typing import Any, Mapping, Sequence
 
 import anthropic
 
-from conductor_env.workers.base import Completion, Message, Worker, WorkerError, WorkerSpec
+from conductor_env.workers.base import Completion, Message, WorkerError
 from conductor_env.workers.http_errors import read_api_key, worker_error_from_sdk
+from conductor_env.workers.sdk_clients import PerLoopClientWorker
 
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
 
@@ -60,7 +59,7 @@ def split_system(messages: Sequence[Message]) -> tuple[str, list[dict[str, str]]
     return "\n\n".join(system_parts), turns
 
 
-class AnthropicWorker(Worker):
+class AnthropicWorker(PerLoopClientWorker):
     """A worker behind Anthropic's Messages API.
 
     Args:
@@ -68,27 +67,16 @@ class AnthropicWorker(Worker):
             variable.
     """
 
-    def __init__(self, spec: WorkerSpec) -> None:
-        super().__init__(spec)
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anthropic.AsyncAnthropic] = (
-            weakref.WeakKeyDictionary()
-        )
-
-    def _client(self) -> anthropic.AsyncAnthropic:
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            key = read_api_key(self.spec, DEFAULT_KEY_ENV)
-            if key is None:
-                raise WorkerError(
-                    f"worker {self.spec.name!r}: no API key; set ${self.spec.api_key_env or DEFAULT_KEY_ENV}",
-                    retryable=False,
-                )
-            client = anthropic.AsyncAnthropic(
-                api_key=key, base_url=self.spec.base_url, timeout=float(self.spec.timeout_s), max_retries=0
+    def _new_client(self) -> anthropic.AsyncAnthropic:
+        key = read_api_key(self.spec, DEFAULT_KEY_ENV)
+        if key is None:
+            raise WorkerError(
+                f"worker {self.spec.name!r}: no API key; set ${self.spec.api_key_env or DEFAULT_KEY_ENV}",
+                retryable=False,
             )
-            self._clients[loop] = client
-        return client
+        return anthropic.AsyncAnthropic(
+            api_key=key, base_url=self.spec.base_url, timeout=float(self.spec.timeout_s), max_retries=0
+        )
 
     def request_body(
         self,
@@ -169,26 +157,3 @@ class AnthropicWorker(Worker):
             cost_usd=self.spec.cost(prompt_tokens, completion_tokens),
             latency_s=latency,
         )
-
-    async def aclose(self) -> None:
-        """Closes the client of the running event loop and forgets the others."""
-        clients = list(self._clients.items())
-        self._clients.clear()
-        try:
-            current = asyncio.get_running_loop()
-        except RuntimeError:  # pragma: no cover
-            current = None
-        for loop, client in clients:
-            if loop is current:
-                await client.close()
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickles the spec; a copy opens its own client per event loop on first call (the key
-        is read from the environment again, never pickled)."""
-        state = self.__dict__.copy()
-        state["_clients"] = None
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._clients = weakref.WeakKeyDictionary()

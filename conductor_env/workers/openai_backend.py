@@ -20,15 +20,14 @@ fields). The SDK's own retries are off: :mod:`conductor_env.workers.retry` retri
 
 from __future__ import annotations
 
-import asyncio
 import time
-import weakref
 from typing import Any, Mapping, Sequence
 
 import openai
 
-from conductor_env.workers.base import Completion, Message, Worker, WorkerError, WorkerSpec
+from conductor_env.workers.base import Completion, Message, WorkerError
 from conductor_env.workers.http_errors import read_api_key, redact, worker_error_from_sdk
+from conductor_env.workers.sdk_clients import PerLoopClientWorker
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
@@ -38,21 +37,13 @@ NO_KEY_PLACEHOLDER = "no-key"
 _CALL_OPTIONS = ("reasoning_effort", "max_tokens_param", "send_temperature", "send_seed", "top_p", "stop", "extra_body")
 
 
-class OpenAIWorker(Worker):
+class OpenAIWorker(PerLoopClientWorker):
     """A worker behind the Chat Completions API.
 
     Args:
         spec: The pool entry. ``api_key_env`` (default ``OPENAI_API_KEY``) names the key's
             variable; without a key, a ``base_url`` server is called with a placeholder key.
     """
-
-    def __init__(self, spec: WorkerSpec) -> None:
-        super().__init__(spec)
-        # httpx connection pools belong to the event loop that opened them, so each loop gets
-        # its own client (the env may run successive steps on fresh loops).
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
-            weakref.WeakKeyDictionary()
-        )
 
     def _api_key(self) -> str:
         key = read_api_key(self.spec, DEFAULT_KEY_ENV)
@@ -66,18 +57,10 @@ class OpenAIWorker(Worker):
             retryable=False,
         )
 
-    def _client(self) -> openai.AsyncOpenAI:
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            client = openai.AsyncOpenAI(
-                api_key=self._api_key(),
-                base_url=self.spec.base_url,
-                timeout=float(self.spec.timeout_s),
-                max_retries=0,
-            )
-            self._clients[loop] = client
-        return client
+    def _new_client(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            api_key=self._api_key(), base_url=self.spec.base_url, timeout=float(self.spec.timeout_s), max_retries=0
+        )
 
     def request_body(
         self,
@@ -161,26 +144,3 @@ class OpenAIWorker(Worker):
             cost_usd=self.spec.cost(prompt_tokens, completion_tokens),
             latency_s=latency,
         )
-
-    async def aclose(self) -> None:
-        """Closes the client of the running event loop and forgets the others."""
-        clients = list(self._clients.items())
-        self._clients.clear()
-        try:
-            current = asyncio.get_running_loop()
-        except RuntimeError:  # pragma: no cover - called outside a loop
-            current = None
-        for loop, client in clients:
-            if loop is current:
-                await client.close()
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickles the spec; a copy opens its own client per event loop on first call (the key
-        is read from the environment again, never pickled)."""
-        state = self.__dict__.copy()
-        state["_clients"] = None
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._clients = weakref.WeakKeyDictionary()
