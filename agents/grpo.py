@@ -52,7 +52,7 @@ import gymnasium as gym
 from conductor_env.agents.base import Observation, Policy
 from conductor_env.env import ConductorEnv
 from conductor_env.event_loop import run_sync
-from conductor_env.tasks.base import TaskSuite
+from conductor_env.suite import TaskSuite
 from conductor_env.tasks.public_tests import check_training_use
 from conductor_env.tasks.registry import get_suite
 from conductor_env.workers.pool import WorkerPool, load_pool

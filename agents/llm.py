@@ -30,7 +30,8 @@ from conductor_env.agents.base import ActionUsage, Observation, Policy
 from conductor_env.agents.grpo import CONDUCTOR_CONFIG, full_prompt, prompt_builder_of
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.pool import PoolError, WorkerPool, load_pool, preset_names
-from conductor_env.workers.retry import RetryPolicy, with_retries
+from conductor_env.calls import RetryPolicy
+from conductor_env.workers.retry import with_retries
 
 #: Output-token limit of one Conductor reply (the paper's Conductor limit).
 DEFAULT_MAX_TOKENS = 1024

@@ -28,7 +28,7 @@ from conductor_env.tasks.procedural import ReasoningGymSuite
 from conductor_env.vector import ConductorVectorEnv
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
-from conductor_env.workers.simulated import SimulationOracle
+from conductor_env.calls import SimulationOracle
 from conductor_env.workflow import parse_workflow
 
 WORKFLOW = (

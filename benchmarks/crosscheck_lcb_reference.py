@@ -23,7 +23,7 @@ import textwrap
 from pathlib import Path
 
 from conductor_env.sandboxes import get_sandbox
-from conductor_env.tasks.base import Problem
+from conductor_env.suite import Problem
 from conductor_env.tasks.livecodebench import LiveCodeBenchSuite
 
 HERE = Path(__file__).resolve().parent

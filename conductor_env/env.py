@@ -26,12 +26,11 @@ from conductor_env.info import StepInfo
 from conductor_env.prompts import PREFILL, WORKED_EXAMPLES, ExampleSelection, VisibleStep, conductor_prompt, select_examples
 from conductor_env.rewards import RewardScheme, round_credit
 from conductor_env.spaces import Utf8Text, shorten_text, utf8_size
-from conductor_env.tasks.base import Problem, Score, TaskSuite, VerifierError, find_problem
+from conductor_env.suite import Problem, Score, TaskSuite, VerifierError, find_problem
 from conductor_env.tasks.registry import get_suite
-from conductor_env.workers.base import Completion, WorkerError
+from conductor_env.calls import Completion, RetryPolicy, SimulationOracle, WorkerError
 from conductor_env.workers.pool import WorkerPool, load_pool
-from conductor_env.workers.retry import RetryPolicy, with_retries, with_timeout
-from conductor_env.workers.simulated import SimulationOracle
+from conductor_env.workers.retry import with_retries, with_timeout
 from conductor_env.workflow import MAX_ACTION_CHARS, AccessMode, Step, Workflow, WorkflowError, parse_workflow
 
 logger = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ Each suite registers a gym id ``Conductor-<Name>-v0``; suite modules are importe
 suite is built, so ``import conductor_env`` stays fast.
 """
 
-from conductor_env.tasks.base import Problem, Score, TaskSuite, VerifierError, find_problem
+from conductor_env.suite import Problem, Score, TaskSuite, VerifierError, find_problem
 from conductor_env.tasks.registry import (
     SuiteError,
     discover_entry_points,

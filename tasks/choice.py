@@ -14,7 +14,7 @@ import json
 import random
 from typing import Any, Mapping, Sequence
 
-from conductor_env.tasks.base import Problem, Score
+from conductor_env.suite import Problem, Score
 from conductor_env.tasks.dataset_suite import DatasetSuite, row_field
 from conductor_env.tasks.extract import extract_choice
 from conductor_env.tasks.loading import DataFiles

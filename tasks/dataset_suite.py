@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from typing import Any, Mapping, Sequence
 
-from conductor_env.tasks.base import Problem, TaskSuite
+from conductor_env.suite import Problem, TaskSuite
 from conductor_env.tasks.loading import DataFiles, load_rows
 from conductor_env.tasks.registry import SuiteError
 

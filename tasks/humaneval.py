@@ -28,7 +28,7 @@ import ast
 from typing import Any, Mapping, Sequence
 
 from conductor_env.sandboxes.base import Limits
-from conductor_env.tasks.base import Problem, Score
+from conductor_env.suite import Problem, Score
 from conductor_env.tasks.extract import extract_code
 from conductor_env.tasks.registry import SuiteError
 from conductor_env.tasks.sandboxed import SandboxedSuite, SandboxRef, summarize_report

@@ -37,7 +37,7 @@ from datetime import date, datetime
 from typing import Any, Iterator, Mapping, Sequence
 
 from conductor_env.sandboxes.base import Limits
-from conductor_env.tasks.base import Problem, Score
+from conductor_env.suite import Problem, Score
 from conductor_env.tasks.extract import extract_code
 from conductor_env.tasks.public_tests import PUBLIC_AND_PRIVATE, PUBLIC_ONLY, graded_test_set, resolve_opt_in
 from conductor_env.tasks.registry import SuiteError

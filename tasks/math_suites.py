@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Sequence
 
-from conductor_env.tasks.base import Problem, Score
+from conductor_env.suite import Problem, Score
 from conductor_env.tasks.dataset_suite import DatasetSuite, row_field
 from conductor_env.tasks.extract import extract_boxed
 from conductor_env.tasks.loading import DataFiles, load_rows

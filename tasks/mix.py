@@ -19,7 +19,7 @@ import random
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-from conductor_env.tasks.base import Problem, Score, TaskSuite
+from conductor_env.suite import Problem, Score, TaskSuite
 from conductor_env.tasks.loading import DataFiles
 from conductor_env.tasks.public_tests import check_training_use, resolve_opt_in
 from conductor_env.tasks.registry import SuiteError

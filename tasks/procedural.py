@@ -14,7 +14,7 @@ import re
 from decimal import Decimal
 from typing import Any, Callable, Mapping, Sequence
 
-from conductor_env.tasks.base import Problem, Score, TaskSuite
+from conductor_env.suite import Problem, Score, TaskSuite
 from conductor_env.tasks.registry import SuiteError
 
 #: The default mix: arithmetic, algebra, logic and string tasks, each with a single right answer

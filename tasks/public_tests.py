@@ -5,7 +5,7 @@ them: a program that looks the examples up and prints their outputs passes, and 
 programs. These problems are marked everywhere:
 
 - ``Problem.metadata["test_set"]`` is ``"public"`` (``"public+private"`` when hidden tests exist);
-- every :class:`~conductor_env.tasks.base.Score` of them, ``info["test_set"]`` of the env step
+- every :class:`~conductor_env.suite.Score` of them, ``info["test_set"]`` of the env step
   and the ``test_set`` field of evaluation records say which tests graded the answer;
 - ``conductor-env report`` flags the policies whose episodes were graded on public tests only.
 
@@ -21,7 +21,7 @@ import warnings
 import weakref
 from typing import Iterable, Sequence
 
-from conductor_env.tasks.base import Problem, TaskSuite
+from conductor_env.suite import Problem, TaskSuite
 from conductor_env.tasks.registry import SuiteError
 
 __all__ = [

@@ -8,7 +8,7 @@ from typing import Any, Callable, Union
 
 import gymnasium as gym
 
-from conductor_env.tasks.base import TaskSuite
+from conductor_env.suite import TaskSuite
 
 SuiteFactory = Callable[..., TaskSuite]
 #: A factory, or ``"module:attr"`` naming one (imported on first use so registration is cheap).

@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any, Mapping
 
-from conductor_env.tasks.base import Problem, Score
+from conductor_env.suite import Problem, Score
 from conductor_env.tasks.dataset_suite import DatasetSuite, row_field
 from conductor_env.tasks.extract import extract_boxed, strip_think
 from conductor_env.tasks.loading import DataFiles

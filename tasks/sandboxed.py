@@ -7,7 +7,7 @@ import threading
 from typing import Any, Mapping, Sequence, Union
 
 from conductor_env.sandboxes.base import Limits, Report, Sandbox, TestResult
-from conductor_env.tasks.base import Score, TaskSuite, VerifierError
+from conductor_env.suite import Score, TaskSuite, VerifierError
 from conductor_env.tasks.registry import SuiteError
 
 __all__ = ["SandboxRef", "SandboxedSuite", "resolve_limits", "run_until_failure", "summarize_report"]

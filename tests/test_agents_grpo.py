@@ -22,7 +22,7 @@ from conductor_env.agents.grpo import (
 from conductor_env.rewards import round_credit
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
-from conductor_env.workers.retry import RetryPolicy
+from conductor_env.calls import RetryPolicy
 
 SMALL_RG = {"datasets": ["basic_arithmetic", "spell_backward"], "size": 3}
 

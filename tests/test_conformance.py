@@ -22,9 +22,9 @@ from conductor_env.env import ConductorEnv
 from conductor_env.info import StepInfo
 from conductor_env.sandboxes.factory import docker_available
 from conductor_env.tasks import BUILTIN_SUITES, env_id_for
-from conductor_env.tasks.base import VerifierError
+from conductor_env.suite import VerifierError
 from conductor_env.tasks.procedural import ReasoningGymSuite
-from conductor_env.workers.retry import RetryPolicy
+from conductor_env.calls import RetryPolicy
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SUITES = FIXTURES / "suites"

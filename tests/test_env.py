@@ -11,7 +11,7 @@ from conductor_env.env import ConductorEnv
 from conductor_env.tasks.procedural import ReasoningGymSuite
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
-from conductor_env.workers.retry import RetryPolicy
+from conductor_env.calls import RetryPolicy
 
 INFO_FIELDS = {
     "answer", "correct", "score", "reason", "parse_error", "parse_detail", "workflow", "trace", "cost_usd",
@@ -211,7 +211,7 @@ class BrokenGrader(ReasoningGymSuite):
     """A suite whose grader fails the way a dead sandbox does."""
 
     def verify(self, problem, answer):
-        from conductor_env.tasks.base import VerifierError
+        from conductor_env.suite import VerifierError
 
         raise VerifierError("sandbox error: container vanished")
 

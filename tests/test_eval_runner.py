@@ -14,7 +14,7 @@ from conductor_env.evaluation import EvalConfig, EvalConfigError, evaluate, read
 from conductor_env.evaluation.runner import ProgressReporter, plan_episodes
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
-from conductor_env.workers.retry import RetryPolicy
+from conductor_env.calls import RetryPolicy
 
 RG = "Conductor-RG-v0"
 SOLVE_WITH_0 = 'model_id = [0]\nsubtasks = ["Solve the task."]\naccess_list = [[]]'

@@ -6,7 +6,8 @@ import asyncio
 
 from conductor_env.executor import execute_workflow
 from conductor_env.workers.base import WorkerSpec
-from conductor_env.workers.simulated import SimulatedWorker, SimulationOracle
+from conductor_env.calls import SimulationOracle
+from conductor_env.workers.simulated import SimulatedWorker
 from conductor_env.workflow import parse_workflow
 
 ORACLE = SimulationOracle("math", "Answer: 4", "Answer: 5")
@@ -49,7 +50,7 @@ def test_concurrent_results_equal_sequential_results() -> None:
 
 def test_answer_from_last_nonempty() -> None:
     async def call_step(index, step, message):
-        from conductor_env.workers.base import Completion
+        from conductor_env.calls import Completion
 
         return Completion(text="" if index == 1 else f"r{index}"), 1
 
@@ -61,7 +62,7 @@ def test_answer_from_last_nonempty() -> None:
 
 def _failing_caller(plan: dict[int, tuple[float, bool]]):
     """Step ``i`` takes ``plan[i][0]`` seconds and then fails when ``plan[i][1]`` is true."""
-    from conductor_env.workers.base import Completion, WorkerError
+    from conductor_env.calls import Completion, WorkerError
 
     async def call_step(index, step, message):
         delay, fails = plan.get(index, (0.0, False))

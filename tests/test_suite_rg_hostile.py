@@ -18,7 +18,7 @@ import pytest
 import reasoning_gym
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.tasks.base import Problem
+from conductor_env.suite import Problem
 from conductor_env.tasks.procedural import (
     DEFAULT_DATASETS,
     STRICT_CHECKS,

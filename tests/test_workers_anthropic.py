@@ -11,9 +11,10 @@ from servers import MessagesServer
 
 import conductor_env  # noqa: F401
 from conductor_env.workers.anthropic_backend import AnthropicWorker, split_system
-from conductor_env.workers.base import WorkerError, WorkerSpec
+from conductor_env.calls import RetryPolicy, WorkerError
+from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.local import LocalWorker, release_engine
-from conductor_env.workers.retry import RetryPolicy, with_retries
+from conductor_env.workers.retry import with_retries
 
 KEY = "sk-ant-test-KEEP-SECRET-0123456789"
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.05)

@@ -9,7 +9,8 @@ import pytest
 
 import conductor_env  # noqa: F401
 from conductor_env.models import ensure_model
-from conductor_env.workers.base import WorkerError, WorkerSpec
+from conductor_env.calls import WorkerError
+from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.local import LocalWorker, acquire_engine, release_engine
 from conductor_env.workers.pool import load_pool
 

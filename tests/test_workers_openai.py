@@ -17,7 +17,7 @@ from conductor_env.models import ensure_model
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.openai_backend import OpenAIWorker
 from conductor_env.workers.pool import load_pool
-from conductor_env.workers.retry import RetryPolicy
+from conductor_env.calls import RetryPolicy
 
 WORKFLOW = 'model_id = [0, 1]\nsubtasks = ["Solve it", "Check it"]\naccess_list = [[], "all"]'
 SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdef"

@@ -11,7 +11,8 @@ import pytest
 from servers import free_port
 
 import conductor_env  # noqa: F401
-from conductor_env.workers.base import WorkerError, WorkerSpec
+from conductor_env.calls import RetryPolicy, WorkerError
+from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.local import LocalWorker, acquire_engine, release_engine
 from conductor_env.workers.openai_backend import OpenAIWorker
 from conductor_env.workers.pool import load_pool
@@ -24,7 +25,6 @@ from conductor_env.workers.replay import (
     replay_pool,
     request_key,
 )
-from conductor_env.workers.retry import RetryPolicy
 
 FIXTURES = Path(__file__).parent / "fixtures" / "workers"
 FLAKY_POOL = str(FIXTURES / "flaky_simulated.toml")

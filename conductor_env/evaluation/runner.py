@@ -33,7 +33,7 @@ from conductor_env.evaluation.results import (
 )
 from conductor_env.evaluation.setup import EvalConfigError, build_pool, build_suite, check_env_options
 from conductor_env.event_loop import background_loop
-from conductor_env.tasks.base import TaskSuite
+from conductor_env.suite import TaskSuite
 from conductor_env.tasks.public_tests import public_only_problems
 from conductor_env.workers.pool import WorkerPool
 

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import gymnasium as gym
 
 from conductor_env.agents.base import Policy
-from conductor_env.tasks.base import TaskSuite
+from conductor_env.suite import TaskSuite
 from conductor_env.tasks.registry import SuiteError, get_suite
 from conductor_env.workers.pool import PoolError, WorkerPool, load_pool
 

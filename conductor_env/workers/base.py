@@ -1,4 +1,7 @@
-"""The worker interface: one async call to an LLM (or a simulated one) and what it cost."""
+"""The worker backend interface: a pool entry's spec and the async call a backend implements.
+
+The call's result and error types (:class:`Completion`, :class:`WorkerError`) are the core's
+(:mod:`conductor_env.calls`); a backend returns and raises them."""
 
 from __future__ import annotations
 
@@ -6,41 +9,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-Message = Mapping[str, str]
-
-
-@dataclass(frozen=True)
-class Completion:
-    """One worker response and its accounting.
-
-    Attributes:
-        text: The response text.
-        prompt_tokens: Input tokens billed.
-        completion_tokens: Output tokens billed.
-        cost_usd: Price of the call in US dollars (from the pool's per-million prices).
-        latency_s: Wall time of the call in seconds.
-    """
-
-    text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    latency_s: float = 0.0
-
-
-class WorkerError(Exception):
-    """A worker call failed.
-
-    Args:
-        message: What went wrong (never contains an API key).
-        retryable: True for transient failures (timeouts, 429, 5xx, connection errors) that the
-            executor retries with backoff; False for failures a retry cannot fix.
-    """
-
-    def __init__(self, message: str, *, retryable: bool = True) -> None:
-        super().__init__(message)
-        self.retryable = retryable
-
+from conductor_env.calls import Completion, Message
 
 @dataclass(frozen=True)
 class WorkerSpec:
@@ -110,7 +79,7 @@ class Worker(abc.ABC):
             temperature: Sampling temperature (``None``: the spec's default).
             seed: Sample index or seed; backends that can sample deterministically use it.
             **options: Backend options; unknown ones are ignored. The executor passes
-                ``problem`` (the :class:`~conductor_env.tasks.base.Problem`) and ``oracle``
+                ``problem`` (the :class:`~conductor_env.suite.Problem`) and ``oracle``
                 (a callable giving a reference response); only simulated workers read them.
 
         Returns:

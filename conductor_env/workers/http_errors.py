@@ -14,7 +14,9 @@ import re
 from types import ModuleType
 from typing import Iterable
 
-from conductor_env.workers.base import WorkerError, WorkerSpec
+from conductor_env.calls import WorkerError
+
+from conductor_env.workers.base import WorkerSpec
 
 #: HTTP statuses a retry can fix (besides every 5xx, which includes Anthropic's 529 "overloaded").
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})

@@ -30,7 +30,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from conductor_env.workers.base import Completion, Message, Worker, WorkerError, WorkerSpec
+from conductor_env.calls import Completion, Message, WorkerError
+
+from conductor_env.workers.base import Worker, WorkerSpec
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 
 import openai
 
-from conductor_env.workers.base import Completion, Message, WorkerError
+from conductor_env.calls import Completion, Message, WorkerError
 from conductor_env.workers.http_errors import read_api_key, redact, worker_error_from_sdk
 from conductor_env.workers.sdk_clients import PerLoopClientWorker
 

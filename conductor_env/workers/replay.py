@@ -39,7 +39,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from conductor_env.workers.base import Completion, Message, Worker, WorkerError, WorkerSpec
+from conductor_env.calls import Completion, Message, WorkerError
+
+from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.pool import WorkerPool, load_pool, spec_from_mapping
 
 #: Call options that carry run context rather than sampling parameters (never part of a key).

@@ -3,36 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import random
 import sys
-from dataclasses import dataclass
 from typing import Awaitable, Callable, Coroutine, TypeVar
 
-from conductor_env.workers.base import WorkerError
+from conductor_env.calls import RetryPolicy, WorkerError
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often and how patiently a failing worker call is retried.
-
-    Attributes:
-        max_attempts: Total attempts including the first.
-        base_delay_s: Delay before the second attempt; doubles each time.
-        max_delay_s: Upper bound of one delay.
-        jitter: Fraction of random jitter added to each delay (spreads retry storms).
-    """
-
-    max_attempts: int = 4
-    base_delay_s: float = 0.5
-    max_delay_s: float = 8.0
-    jitter: float = 0.25
-
-    def delay(self, attempt: int, rng: random.Random | None = None) -> float:
-        """Returns the wait before attempt ``attempt + 1`` (``attempt`` counts from 1)."""
-        base = min(self.max_delay_s, self.base_delay_s * (2 ** (attempt - 1)))
-        return base * (1.0 + self.jitter * (rng or random).random())
 
 
 async def with_retries(

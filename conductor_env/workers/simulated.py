@@ -13,26 +13,10 @@ import asyncio
 import hashlib
 import random
 import time
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from conductor_env.workers.base import Completion, Message, Worker, WorkerError, WorkerSpec
-
-
-@dataclass(frozen=True)
-class SimulationOracle:
-    """What a simulated worker needs to know about the problem.
-
-    Attributes:
-        domain: The problem's domain (selects the skill).
-        correct: A response the verifier accepts, or ``None`` when the suite has none (then the
-            worker can only answer wrongly).
-        wrong: A response the verifier rejects.
-    """
-
-    domain: str
-    correct: str | None
-    wrong: str
+from conductor_env.calls import Completion, Message, SimulationOracle, WorkerError
+from conductor_env.workers.base import Worker, WorkerSpec
 
 
 def _skill(skill: Any, domain: str) -> float:

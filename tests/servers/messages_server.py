@@ -25,7 +25,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from conductor_env.workers.base import Worker, WorkerError
+from conductor_env.calls import WorkerError
+
+from conductor_env.workers.base import Worker
 
 from .transformers_serve import free_port
 

@@ -1,4 +1,7 @@
-"""The task-suite interface: problems with gold answers or tests, and a verifier for each."""
+"""The task-suite contract the env consumes: problems with gold answers or tests, a verifier for each.
+
+Suites live in :mod:`conductor_env.tasks`; this core module holds only the interface, so the env
+knows nothing of any concrete suite."""
 
 from __future__ import annotations
 

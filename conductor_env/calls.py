@@ -1,0 +1,121 @@
+"""What the core asks of workers: one guarded call, its result and accounting, and its errors.
+
+The env and the executor (the core) depend only on this module; the backends and the pool that
+implement it live in :mod:`conductor_env.workers`, one layer up.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, Mapping, Protocol, Sequence
+
+Message = Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One worker response and its accounting.
+
+    Attributes:
+        text: The response text.
+        prompt_tokens: Input tokens billed.
+        completion_tokens: Output tokens billed.
+        cost_usd: Price of the call in US dollars (from the pool's per-million prices).
+        latency_s: Wall time of the call in seconds.
+    """
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+
+
+class WorkerError(Exception):
+    """A worker call failed.
+
+    Args:
+        message: What went wrong (never contains an API key).
+        retryable: True for transient failures (timeouts, 429, 5xx, connection errors) that the
+            executor retries with backoff; False for failures a retry cannot fix.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a failing worker call is retried.
+
+    Attributes:
+        max_attempts: Total attempts including the first.
+        base_delay_s: Delay before the second attempt; doubles each time.
+        max_delay_s: Upper bound of one delay.
+        jitter: Fraction of random jitter added to each delay (spreads retry storms).
+    """
+
+    max_attempts: int = 4
+    base_delay_s: float = 0.5
+    max_delay_s: float = 8.0
+    jitter: float = 0.25
+
+    def delay(self, attempt: int, rng: random.Random | None = None) -> float:
+        """Returns the wait before attempt ``attempt + 1`` (``attempt`` counts from 1)."""
+        base = min(self.max_delay_s, self.base_delay_s * (2 ** (attempt - 1)))
+        return base * (1.0 + self.jitter * (rng or random).random())
+
+
+@dataclass(frozen=True)
+class SimulationOracle:
+    """What a simulated worker needs to know about the problem.
+
+    Attributes:
+        domain: The problem's domain (selects the skill).
+        correct: A response the verifier accepts, or ``None`` when the suite has none (then the
+            worker can only answer wrongly).
+        wrong: A response the verifier rejects.
+    """
+
+    domain: str
+    correct: str | None
+    wrong: str
+
+
+class ShownWorker(Protocol):
+    """What the env shows of a pool entry when names are revealed."""
+
+    name: str
+    model: str
+    description: str
+
+
+class WorkerPoolLike(Protocol):
+    """The pool as the env uses it (:class:`conductor_env.workers.pool.WorkerPool` implements it)."""
+
+    name: str
+
+    @property
+    def specs(self) -> Sequence[ShownWorker]:
+        """The pool's entries in canonical order."""
+
+    def sample_subpool(self, rng: random.Random, size: int | tuple[int, int] | None) -> tuple[int, ...]:
+        """Returns the pool indices shown in one episode, in shown-id order."""
+
+    async def call(
+        self,
+        index: int,
+        messages: Sequence[Message],
+        *,
+        retry: RetryPolicy | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+        **options: Any,
+    ) -> Completion:
+        """Calls worker ``index`` under its concurrency limit, timeout and retries."""
+
+    async def aclose(self) -> None:
+        """Closes the workers' clients."""
