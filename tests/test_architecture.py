@@ -1,0 +1,194 @@
+"""The package's structure: layers import one way, no cycles, small modules and functions.
+
+The layers (docs/ARCHITECTURE.md), bottom to top::
+
+    core        conductor_env/*.py: workflow, executor, env, spaces, rewards, prompts, contracts
+    sandboxes   conductor_env.sandboxes    workers   conductor_env.workers
+    tasks       conductor_env.tasks (suites grade code in sandboxes)
+    envs        conductor_env.envs: EnvSetup, the gym entry point, the vector env
+    agents      conductor_env.agents: policies, the episode loop, GRPO, SB3
+    evaluation  conductor_env.evaluation
+    cli         conductor_env.cli
+    distributed conductor_env.distributed (Ray; optional)
+
+A module may import its own layer's package and any lower layer; never a higher layer, and never
+a sibling package of the same height. Every import counts, including those inside functions and
+under ``TYPE_CHECKING``. The package root (``conductor_env/__init__.py``) is the facade that
+registers the gym ids; it is left out of the graph.
+"""
+
+from __future__ import annotations
+
+import ast
+import collections
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Source folder -> the import name it maps to (pyproject's package-dir).
+FOLDERS = {
+    "conductor_env": "conductor_env",
+    "tasks": "conductor_env.tasks",
+    "sandboxes": "conductor_env.sandboxes",
+    "agents": "conductor_env.agents",
+}
+#: Package -> height. The core is every module directly in conductor_env/.
+LAYERS = {
+    "core": 0,
+    "conductor_env.sandboxes": 1,
+    "conductor_env.workers": 1,
+    "conductor_env.tasks": 2,
+    "conductor_env.envs": 3,
+    "conductor_env.agents": 4,
+    "conductor_env.evaluation": 5,
+    "conductor_env.cli": 6,
+    "conductor_env.distributed": 7,
+}
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+#: A longer module or function says why in its docstring with this phrase.
+EXCEPTION_MARK = "Long because"
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for folder, package in FOLDERS.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            name = ".".join([package, *parts])
+            if name != "conductor_env":
+                modules[name] = path
+    return modules
+
+
+MODULES = _modules()
+
+
+def _layer(module: str) -> str:
+    for package in sorted((p for p in LAYERS if p != "core"), key=len, reverse=True):
+        if module == package or module.startswith(package + "."):
+            return package
+    if module.count(".") == 1 and module.startswith("conductor_env."):
+        return "core"
+    raise AssertionError(f"{module} is in no layer; add its package to LAYERS in {__file__}")
+
+
+def _resolve(target: str) -> str | None:
+    while target and target not in MODULES:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    is_package = path.name == "__init__.py"
+    found = set()
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                if not is_package:
+                    base = base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            targets = [source] + [f"{source}.{alias.name}" for alias in node.names]
+        for target in targets:
+            resolved = _resolve(target) if target.startswith("conductor_env.") else None
+            if resolved and resolved != module:
+                found.add(resolved)
+    return found
+
+
+GRAPH = {module: _imports(module, path) for module, path in MODULES.items()}
+
+
+def test_every_module_is_in_a_layer():
+    for module in MODULES:
+        _layer(module)
+
+
+def test_imports_never_run_upward_or_sideways():
+    wrong = []
+    for module, targets in GRAPH.items():
+        mine = _layer(module)
+        for target in targets:
+            theirs = _layer(target)
+            if LAYERS[theirs] > LAYERS[mine] or (LAYERS[theirs] == LAYERS[mine] and theirs != mine):
+                wrong.append(f"{module} ({mine}) imports {target} ({theirs})")
+    assert not wrong, "imports against the layers:\n" + "\n".join(sorted(wrong))
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Returns the strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles():
+    # A package's __init__ importing its own modules is how it re-exports; only cycles between
+    # modules count, so package -> own submodule edges are left out.
+    graph = {m: {t for t in ts if not t.startswith(m + ".")} for m, ts in GRAPH.items()}
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _function_sizes(tree: ast.Module):
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node) or ""
+            lines = node.end_lineno - node.lineno + 1 - (doc.count("\n") + 1 if doc else 0)
+            yield node.name, node.lineno, lines, doc
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_modules_and_functions_stay_small(module):
+    path = MODULES[module]
+    text = path.read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    problems = []
+    if text.count("\n") > MAX_MODULE_LINES and EXCEPTION_MARK not in (ast.get_docstring(tree) or ""):
+        problems.append(f"{path.relative_to(ROOT)} has {text.count(chr(10))} lines (at most {MAX_MODULE_LINES})")
+    for name, line, size, doc in _function_sizes(tree):
+        if size > MAX_FUNCTION_LINES and EXCEPTION_MARK not in doc:
+            problems.append(f"{path.relative_to(ROOT)}:{line} {name} has {size} lines (at most {MAX_FUNCTION_LINES})")
+    assert not problems, "; ".join(problems) + f" - split it, or say why in its docstring ({EXCEPTION_MARK} ...)"
