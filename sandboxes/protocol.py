@@ -1,8 +1,8 @@
 """The caller's side of the runner protocol: jobs out, replies in, reports built and graded here.
 
 Expected outputs stay on this side: a job carries the program and the test inputs only, and
-:func:`report_from_reply` grades each outcome with the runner's own comparison
-(:func:`conductor_env.sandboxes.runner.grade_outcome`). Checks that are code (kind ``isolated``)
+:func:`report_from_reply` grades each outcome here
+(:func:`conductor_env.sandboxes.grading.grade_outcome`). Checks that are code (kind ``isolated``)
 do enter the sandbox, but only the checker child there reads them (see :func:`encode_job`).
 """
 
@@ -15,11 +15,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from conductor_env.sandboxes import proxy, runner
+from conductor_env.sandboxes import grading, runner
 from conductor_env.sandboxes.base import Limits, Report, TestResult
 
 #: Python code given to ``python3 -I -c``: reads ``<length>\\n<runner source>`` from stdin and runs
-#: it as module ``conductor_runner`` (no file inside the sandbox, no image rebuild when it changes).
+#: it as module ``conductor_runner``, which reads the rest of the payload the same way (no file
+#: inside the sandbox, no image rebuild when it changes).
 BOOT = (
     "import os,sys\n"
     "h=b''\n"
@@ -47,10 +48,13 @@ class ProtocolError(Exception):
 
 @lru_cache(maxsize=1)
 def runner_source() -> bytes:
-    """The runner's source, framed as :data:`BOOT` reads it, then the proxy module's, framed alike."""
+    """The runner's payload as sent at start-up: the runner's source, framed as :data:`BOOT` reads
+    it, then each module of :data:`~conductor_env.sandboxes.runner.PAYLOAD`, framed alike, in that
+    order (as :func:`~conductor_env.sandboxes.runner.load_payload` reads them)."""
+    folder = Path(runner.__file__).parent
     frames = b""
-    for module in (runner, proxy):
-        source = Path(module.__file__).read_bytes()
+    for module in ("runner", *(name for name, _uses in runner.PAYLOAD)):
+        source = (folder / f"{module}.py").read_bytes()
         frames += str(len(source)).encode() + b"\n" + source
     return frames
 
@@ -187,7 +191,7 @@ def report_from_reply(job: dict, expected: Sequence[str | None], reply: Mapping[
     for outcome, want in zip(outcomes, expected):
         if not isinstance(outcome, Mapping):
             return Report(error=f"the runner returned an unreadable result: {str(outcome)[:200]!r}")
-        verdict, detail = runner.grade_outcome(job["kind"], outcome, want, float(limits.cpu_s))
+        verdict, detail = grading.grade_outcome(job["kind"], outcome, want, float(limits.cpu_s))
         results.append(
             TestResult(
                 verdict=verdict,  # type: ignore[arg-type]

@@ -3,7 +3,7 @@
 For suites whose tests are code (HumanEval), the candidate program and the checks must not share
 a process: in one namespace a program could return an object whose ``==`` always holds, patch
 what the checks use, read the tests from the file it runs from, or redefine ``check``. The runner
-(:mod:`conductor_env.sandboxes.runner`, kind ``isolated``) therefore forks two processes:
+(:mod:`conductor_env.sandboxes.runner_jobs`, kind ``isolated``) therefore forks two processes:
 
 - the **checker** (:func:`run_checks`), which alone reads the checks from the job stream and runs
   them with the candidate's name bound to a proxy. A call encodes its arguments, waits for the
@@ -17,7 +17,8 @@ plain keys, bytes, big integers and non-finite floats survive the trip. :func:`d
 trust boundary: the callee can write any bytes to its pipe, and anything that is not well-formed
 plain data is a :class:`ProxyError` (a wrong answer), never an object with behaviour of its own.
 
-This module is shipped into the sandbox beside the runner; the host imports it only in tests.
+This module is shipped into the sandbox as part of the runner's payload
+(:data:`conductor_env.sandboxes.runner.PAYLOAD`); the host imports it only in tests.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from conductor_env.sandboxes import (  # noqa: E402
     get_sandbox,
 )
 import conductor_env.sandboxes.local as local_module  # noqa: E402
-from conductor_env.sandboxes.runner import compare_functional_result, compare_stdin_output  # noqa: E402
+from conductor_env.sandboxes.grading import compare_functional_result, compare_stdin_output  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def verdicts(report: Report) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# LiveCodeBench's output comparison (the runner's pure functions)
+# LiveCodeBench's output comparison (the host's grading functions)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -450,3 +450,58 @@ def test_isolated_checks_travel_after_the_header():
     header, trailer = json.loads(rest[: int(length)]), rest[int(length):]
     assert "check" not in json.dumps(header["tests"]) and header["checks_bytes"] == len(trailer)
     assert json.loads(trailer) == checks
+
+
+LYING_BUILTINS = r'''
+import builtins
+real_isinstance, real_len, real_callable = builtins.isinstance, builtins.len, builtins.callable
+
+
+def lying_isinstance(obj, kind):
+    if obj == "_ctypes" or obj == "ctypes":
+        return False  # the guard asks whether the imported name is a str
+    return real_isinstance(obj, kind)
+
+
+builtins.isinstance = lying_isinstance
+builtins.len = lambda obj: 0  # the guard asks len(args) before refusing frame attributes
+for label, attempt in (
+    ("via_lying_isinstance", lambda: __import__("_ctypes")),
+    ("via_lying_isinstance_ctypes", lambda: __import__("ctypes")),
+    ("via_lying_len", lambda: (lambda: (yield))().gi_frame),
+):
+    try:
+        attempt()
+        print(label, "ESCAPED", flush=True)
+    except BaseException as error:
+        print(f"{label}: {type(error).__name__}", flush=True)
+builtins.isinstance, builtins.len = real_isinstance, real_len
+
+
+class Sneaky(str):
+    def rstrip(self, *args):
+        return "harmless"
+
+    def startswith(self, *args):
+        return False
+
+
+class Path:
+    def __fspath__(self):
+        return Sneaky("/proc/self/mem")
+
+
+try:
+    open(Path(), "rb")
+    print("via_str_subclass ESCAPED", flush=True)
+except BaseException as error:
+    print(f"via_str_subclass: {type(error).__name__}", flush=True)
+'''
+
+
+def test_a_program_replacing_builtins_cannot_talk_the_guard_round(sandbox):
+    report = script(sandbox, LYING_BUILTINS)
+    output = report.tests[0].stdout_head
+    assert "ESCAPED" not in output, output
+    for refused in ("via_lying_isinstance: ImportError", "via_lying_isinstance_ctypes: ImportError", "via_lying_len: ValueError", "via_str_subclass: PermissionError"):
+        assert refused in output, output

@@ -1,0 +1,183 @@
+"""The child's audit hook: no way from the program to a frame, the heap or raw memory (stdlib only).
+
+Shipped into the sandbox as part of the runner's payload (:mod:`conductor_env.sandboxes.runner`,
+"Integrity", point 3). User code runs in the same process as the runner's child code, so before
+the program starts the child installs an audit hook (which cannot be removed) that refuses every
+way to a frame, heap walks, tracing and raw memory, and that alone holds the real
+``signal.signal`` and ``_imp.create_builtin``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import Any
+
+#: Modules the program may not import (raw memory access).
+BLOCKED_MODULES = frozenset(
+    {"ctypes", "_ctypes", "_testcapi", "_testinternalcapi", "_testbuffer", "_xxsubinterpreters", "_interpreters",
+     "_signal"}
+)
+#: Audit events refused in the child (frame access, heap walks, tracing).
+BLOCKED_EVENTS = frozenset(
+    {
+        "sys._getframe",
+        "sys._current_frames",
+        "sys._current_exceptions",
+        "sys.settrace",
+        "sys.setprofile",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "ctypes.dlopen",
+        "ctypes.dlsym",
+        "ctypes.PyObj_FromPtr",
+    }
+)
+#: Attributes whose read hands out a frame.
+FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+#: The builtins the hook calls, bound when this module loads (before any program runs).
+_BUILTINS = (isinstance, callable, int, len, str, bytes)
+_ERRORS = (ValueError, ImportError, PermissionError, TypeError)
+_OS_ERRORS = (OSError,)
+
+#: Source of the helpers the child hands to the program, compiled in a namespace of their own
+#: (a function's ``__globals__`` would otherwise lead from the program to this module).
+_CHILD_HELPERS = """
+def make_frameless(handler):
+    def frameless(signum, frame):
+        return handler(signum, None)
+    return frameless
+
+def make_signal(audit, getsignal):
+    def signal(signalnum, handler):
+        previous = getsignal(signalnum)
+        audit("conductor.signal", signalnum, handler)
+        return previous
+    return signal
+
+def make_create_builtin(audit):
+    def create_builtin(spec):
+        box = []
+        audit("conductor.create_builtin", spec, box)
+        return box[0]
+    return create_builtin
+"""
+_CHILD_HELPERS_CODE = compile(_CHILD_HELPERS, "<sandbox>", "exec")
+
+
+def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_modules: frozenset, helpers: dict,
+                real_signal: Any, real_create_builtin: Any):
+    """Returns the audit hook installed in the child before the program runs.
+
+    Besides refusing the events above, it is the only holder of the real ``signal.signal``: the
+    program's ``signal.signal`` raises the event ``conductor.signal``, and the hook installs the
+    handler wrapped so that it receives ``None`` instead of the interrupted frame (whose
+    ``f_back`` chain would lead to the runner's frames). Likewise it holds the real
+    ``_imp.create_builtin``, so that a fresh ``_signal`` (or ``_imp``) module, with the real
+    function in it, cannot be made.
+    """
+    from importlib.machinery import ModuleSpec
+
+    # Builtins are bound now, before the program runs: it can replace ``builtins.isinstance``
+    # (say, to lie about the name "_ctypes"), and the hook must not ask the program's versions.
+    isinstance, callable, int, len, str, bytes = _BUILTINS  # noqa: A001
+    ValueError, ImportError, PermissionError, TypeError = _ERRORS  # noqa: A001
+    make_frameless = helpers["make_frameless"]
+    text = str.__str__
+    realpath, fspath = os.path.realpath, os.fspath
+    refused_path = _make_path_check(realpath, fspath)
+
+    def guard(event: str, args: tuple) -> None:
+        if event in blocked_events:
+            raise ValueError(f"{event} is not available in the sandbox")
+        if event == "object.__getattr__":
+            if len(args) > 1 and args[1] in frame_attributes:
+                raise ValueError(f"{args[1]} is not available in the sandbox")
+        elif event == "import":
+            name = args[0] if args else ""
+            if isinstance(name, str) and (
+                name.split(".", 1)[0] in blocked_modules or name.rsplit(".", 1)[-1] in blocked_modules
+            ):
+                raise ImportError(f"module {name!r} is not available in the sandbox")
+        elif event == "open":
+            if args and refused_path(args[0]):
+                raise PermissionError(f"{args[0]!r} is not available in the sandbox")
+        elif event == "os.symlink":
+            target = args[0] if args else ""
+            try:
+                target = fspath(target)
+            except TypeError:
+                target = ""
+            if isinstance(target, bytes):
+                target = target.decode("utf-8", "replace")
+            if "proc" in target:
+                raise PermissionError("links into /proc are not available in the sandbox")
+        elif event == "conductor.signal":
+            signalnum, handler = args
+            if isinstance(handler, int):
+                handler = int(handler)  # SIG_IGN / SIG_DFL, possibly as signal.Handlers members
+            elif callable(handler):
+                handler = make_frameless(handler)
+            real_signal(int(signalnum), handler)
+        elif event == "conductor.create_builtin":
+            spec, box = args
+            name = text(spec.name)  # read once, as a plain string: no second answer
+            if name in ("_signal", "_imp") or name.split(".", 1)[0] in blocked_modules:
+                raise ImportError(f"module {name!r} is not available in the sandbox")
+            box.append(real_create_builtin(ModuleSpec(name, None, origin="built-in")))
+
+    return guard
+
+
+def _make_path_check(realpath: Any, fspath: Any) -> Any:
+    """Returns the guard's test for paths that must not be opened: ``/proc/*/mem`` and any ``mem``.
+
+    Args:
+        realpath: ``os.path.realpath``, bound before the program runs (it may patch ``os``).
+        fspath: ``os.fspath``, likewise.
+
+    Returns:
+        ``refused_path(path) -> bool``.
+    """
+
+    isinstance, bytes, TypeError, OSError, ValueError = _BUILTINS[0], _BUILTINS[5], _ERRORS[3], _OS_ERRORS[0], _ERRORS[0]  # noqa: A001
+
+    as_text, decode = str.__str__, bytes.decode  # exact str: a subclass's own methods are not asked
+
+    def refused_path(path: Any) -> bool:
+        try:
+            text = fspath(path)
+            text = as_text(decode(text, "utf-8", "replace") if isinstance(text, bytes) else text)
+        except TypeError:
+            return False  # a file descriptor
+        if text.rstrip("/").rsplit("/", 1)[-1] == "mem":
+            return True
+        try:
+            real = realpath(text)
+        except (OSError, ValueError):
+            return False
+        return real.startswith("/proc/") and real.endswith("/mem")
+
+    return refused_path
+
+
+def install_guard() -> None:
+    """Installs the guard in this process (the child, before the program runs) and routes
+    ``signal.signal`` and ``_imp.create_builtin`` through it (see :func:`_make_guard`)."""
+    import _imp
+
+    c_signal = signal._signal  # the C module object that signal.py and sys.modules share
+    helpers: dict = {"__builtins__": __builtins__}
+    exec(_CHILD_HELPERS_CODE, helpers)  # noqa: S102 - our own source
+    guard = _make_guard(
+        BLOCKED_EVENTS, FRAME_ATTRIBUTES, BLOCKED_MODULES, helpers, c_signal.signal, _imp.create_builtin
+    )
+    wrapper = helpers["make_signal"](sys.audit, signal.getsignal)
+    wrapper.__name__ = wrapper.__qualname__ = "signal"
+    c_signal.signal = wrapper
+    signal.signal = wrapper  # replaces signal.py's wrapper, whose __wrapped__ is the real one
+    _imp.create_builtin = helpers["make_create_builtin"](sys.audit)
+    helpers.clear()
+    sys.addaudithook(guard)
