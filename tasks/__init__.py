@@ -16,15 +16,15 @@ from conductor_env.tasks.registry import (
 
 #: name -> (factory, gym id middle part) of the suites shipped with the package.
 BUILTIN_SUITES = {
-    "rg": ("conductor_env.tasks.procedural:ReasoningGymSuite", "RG"),
-    "lcb": ("conductor_env.tasks.livecodebench:LiveCodeBenchSuite", "LCB"),
-    "humaneval": ("conductor_env.tasks.humaneval:HumanEvalSuite", "HumanEval"),
-    "math500": ("conductor_env.tasks.math_suites:Math500Suite", "MATH500"),
-    "aime": ("conductor_env.tasks.math_suites:AIMESuite", "AIME"),
-    "gpqa": ("conductor_env.tasks.choice:GPQASuite", "GPQA"),
-    "mmlu": ("conductor_env.tasks.choice:MMLUSuite", "MMLU"),
-    "rlpr": ("conductor_env.tasks.rlpr:RLPRSuite", "RLPR"),
-    "mix": ("conductor_env.tasks.mix:MixSuite", "Mix"),
+    "rg": ("conductor_env.tasks.suites.procedural:ReasoningGymSuite", "RG"),
+    "lcb": ("conductor_env.tasks.suites.livecodebench:LiveCodeBenchSuite", "LCB"),
+    "humaneval": ("conductor_env.tasks.suites.humaneval:HumanEvalSuite", "HumanEval"),
+    "math500": ("conductor_env.tasks.suites.math_suites:Math500Suite", "MATH500"),
+    "aime": ("conductor_env.tasks.suites.math_suites:AIMESuite", "AIME"),
+    "gpqa": ("conductor_env.tasks.suites.choice:GPQASuite", "GPQA"),
+    "mmlu": ("conductor_env.tasks.suites.choice:MMLUSuite", "MMLU"),
+    "rlpr": ("conductor_env.tasks.suites.rlpr:RLPRSuite", "RLPR"),
+    "mix": ("conductor_env.tasks.suites.mix:MixSuite", "Mix"),
 }
 
 

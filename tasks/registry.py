@@ -55,8 +55,8 @@ def register_suite(name: str, factory: FactoryRef, *, env_name: str | None = Non
     if env_id not in gym.registry or override:
         gym.register(
             id=env_id,
-            entry_point="conductor_env.env:ConductorEnv",
-            vector_entry_point="conductor_env.vector:ConductorVectorEnv",
+            entry_point="conductor_env.envs.setup:make_env",
+            vector_entry_point="conductor_env.envs.vector:ConductorVectorEnv",
             kwargs={"suite": key},
         )
     return env_id

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "sandbox")
 from sandbox_helpers import BACKENDS, open_backend  # noqa: E402
 
 from conductor_env.sandboxes import Limits  # noqa: E402
-from conductor_env.tasks.humaneval import HumanEvalSuite  # noqa: E402
+from conductor_env.tasks.suites.humaneval import HumanEvalSuite  # noqa: E402
 
 LIMITS = Limits(wall_s=4.0, cpu_s=3, memory_mb=512, processes=32, output_bytes=1 << 16)
 

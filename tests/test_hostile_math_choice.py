@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from conductor_env.tasks.choice import GPQASuite
 from conductor_env.tasks.extract import extract_choice
-from conductor_env.tasks.math_suites import AIMESuite, Math500Suite
+from conductor_env.tasks.suites.choice import GPQASuite
+from conductor_env.tasks.suites.math_suites import AIMESuite, Math500Suite
 
 FIXTURES = Path(__file__).parent / "fixtures" / "suites"
 

@@ -16,8 +16,8 @@ import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.tasks import loading
-from conductor_env.tasks.choice import GPQASuite, MMLUSuite, choice_question, gpqa_permutation
 from conductor_env.tasks.registry import SuiteError
+from conductor_env.tasks.suites.choice import GPQASuite, MMLUSuite, choice_question, gpqa_permutation
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
 
@@ -72,7 +72,7 @@ def test_gpqa_permutation_is_stable_across_processes() -> None:
     import subprocess
     import sys
 
-    code = "from conductor_env.tasks.choice import gpqa_permutation as g; print(g('recFixture0000x', 0))"
+    code = "from conductor_env.tasks.suites.choice import gpqa_permutation as g; print(g('recFixture0000x', 0))"
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": "12345"})
     assert other.stdout.strip() == str(gpqa_permutation("recFixture0000x", 0))

@@ -11,9 +11,9 @@ import pytest
 
 import conductor_env  # noqa: F401  (registers the gym ids)
 from conductor_env.sandboxes import docker_available, get_sandbox
-from conductor_env.tasks import SuiteError
 from conductor_env.suite import Problem, Score
-from conductor_env.tasks.humaneval import HumanEvalSuite, build_checks, build_program
+from conductor_env.tasks import SuiteError
+from conductor_env.tasks.suites.humaneval import HumanEvalSuite, build_checks, build_program
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "humaneval" / "humaneval_sample.jsonl"
 

@@ -18,17 +18,13 @@ import gymnasium as gym
 import pytest
 
 import conductor_env  # noqa: F401  (registers the gym ids)
-from conductor_env.env import ConductorEnv
+from conductor_env.envs import EnvSetup
 from conductor_env.sandboxes import docker_available, get_sandbox
 from conductor_env.tasks import Problem, SuiteError
-from conductor_env.tasks.livecodebench import (
-    LCB_IMPORT_HEADER,
-    LiveCodeBenchSuite,
-    PrivateTestsError,
-    decode_private_tests,
-    release_files,
-)
+from conductor_env.tasks.lcb_dataset import release_files
+from conductor_env.tasks.lcb_private_tests import PrivateTestsError, decode_private_tests
 from conductor_env.tasks.public_tests import PublicOnlyError, PublicOnlyWarning, check_training_use
+from conductor_env.tasks.suites.livecodebench import LCB_IMPORT_HEADER, LiveCodeBenchSuite
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
 
@@ -307,7 +303,7 @@ def test_offline_hub_reads_the_cache_and_reports_what_is_missing(tmp_path):
     script = textwrap.dedent(
         """
         from conductor_env.tasks import SuiteError
-        from conductor_env.tasks.livecodebench import LiveCodeBenchSuite
+        from conductor_env.tasks.suites.livecodebench import LiveCodeBenchSuite
         suite = LiveCodeBenchSuite(version="release_v1", sandbox="local")
         first = suite.problems()[0]
         print(len(suite.problems()), len(suite.tests_for(first)))
@@ -560,7 +556,7 @@ def test_env_info_says_which_tests_graded_the_answer(sandbox):
     pool = WorkerPool([WorkerSpec("lookup", "simulated", options={"skill": 1.0})], name="lookup")
     cases = [(PUBLIC_ONLY, "fixture902_p", True, "public"), (SAMPLE, "fixture901_a", False, "public+private")]
     for path, problem_id, correct, test_set in cases:
-        env = ConductorEnv(LookupAnsweringSuite(data_files=str(path), sandbox=sandbox), pool)
+        env = EnvSetup.from_kwargs(suite=LookupAnsweringSuite(data_files=str(path), sandbox=sandbox), pool=pool).make()
         try:
             env.reset(seed=0, options={"problem_id": problem_id})
             _, reward, terminated, _, info = env.step(SOLVE_WITH_0)
@@ -589,12 +585,12 @@ def test_training_on_public_only_rows_needs_the_opt_in_and_then_warns_once():
 
     options = {"data_files": str(PUBLIC_ONLY), "sandbox": "local"}
     with pytest.raises(PublicOnlyError) as refused:
-        EnvFactory("Conductor-LCB-v0", "simulated", suite_options=options)
+        EnvFactory(EnvSetup.from_id("Conductor-LCB-v0", pool="simulated", suite_options=options))
     message = str(refused.value)
     assert "allow_public_only" in message and "fixture902_p" in message and "Conductor-LCB-v0 split 'test'" in message
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        factory = EnvFactory("Conductor-LCB-v0", "simulated", suite_options={**options, "allow_public_only": True})
+        factory = EnvFactory(EnvSetup.from_id("Conductor-LCB-v0", pool="simulated", suite_options={**options, "allow_public_only": True}))
         try:
             factory(), factory()
             check_training_use(factory.suite, factory.suite.problems(), what="the same suite again")
@@ -604,7 +600,7 @@ def test_training_on_public_only_rows_needs_the_opt_in_and_then_warns_once():
     assert len(public_only) == 1 and "allow_public_only=True" in str(public_only[0].message)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PublicOnlyWarning)
-        EnvFactory("Conductor-LCB-v0", "simulated", suite_options={"data_files": str(SAMPLE), "sandbox": "local"}).close()
+        EnvFactory(EnvSetup.from_id("Conductor-LCB-v0", pool="simulated", suite_options={"data_files": str(SAMPLE), "sandbox": "local"})).close()
 
 
 def test_sb3_routing_env_refuses_public_only_rows_without_the_opt_in():

@@ -15,8 +15,8 @@ import pytest
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.tasks import get_suite, loading
 from conductor_env.tasks.math_equivalence import MathEquivalence
-from conductor_env.tasks.math_suites import BOXED_INSTRUCTION, AIMESuite, Math500Suite, aime_integer
 from conductor_env.tasks.registry import SuiteError
+from conductor_env.tasks.suites.math_suites import BOXED_INSTRUCTION, AIMESuite, Math500Suite, aime_integer
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
 

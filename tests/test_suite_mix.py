@@ -13,10 +13,10 @@ import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.tasks import loading
-from conductor_env.tasks.mix import MixSuite
 from conductor_env.tasks.public_tests import PublicOnlyError, PublicOnlyWarning
 from conductor_env.tasks.registry import SuiteError
-from conductor_env.tasks.rlpr import RLPRSuite, extract_tagged_answer, rlpr_match
+from conductor_env.tasks.suites.mix import MixSuite
+from conductor_env.tasks.suites.rlpr import RLPRSuite, extract_tagged_answer, rlpr_match
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
 

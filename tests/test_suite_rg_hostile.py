@@ -19,14 +19,14 @@ import reasoning_gym
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.suite import Problem
-from conductor_env.tasks.procedural import (
+from conductor_env.tasks.registry import SuiteError
+from conductor_env.tasks.suites.procedural import (
     DEFAULT_DATASETS,
     STRICT_CHECKS,
     ReasoningGymSuite,
     final_answer,
     knights_knaves_roles,
 )
-from conductor_env.tasks.registry import SuiteError
 
 #: Problems per dataset that the battery attacks.
 PROBLEMS_PER_DATASET = 6

@@ -33,18 +33,18 @@ _KNOWN_SOURCES = ("math500", "mmlu", "lcb", "rlpr")
 
 def _build_source(name: str, data_files: DataFiles | None, sandbox: Any, lcb_version: str, allow_public_only: bool) -> TaskSuite:
     if name == "math500":
-        from conductor_env.tasks.math_suites import Math500Suite
+        from conductor_env.tasks.suites.math_suites import Math500Suite
 
         return Math500Suite(data_files=data_files)
     if name == "mmlu":
-        from conductor_env.tasks.choice import MMLUSuite
+        from conductor_env.tasks.suites.choice import MMLUSuite
 
         return MMLUSuite(data_files=data_files)
     if name == "rlpr":
-        from conductor_env.tasks.rlpr import RLPRSuite
+        from conductor_env.tasks.suites.rlpr import RLPRSuite
 
         return RLPRSuite(data_files=data_files)
-    from conductor_env.tasks.livecodebench import LiveCodeBenchSuite
+    from conductor_env.tasks.suites.livecodebench import LiveCodeBenchSuite
 
     return LiveCodeBenchSuite(version=lcb_version, data_files=data_files, sandbox=sandbox, allow_public_only=allow_public_only)
 
