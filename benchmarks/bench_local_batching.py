@@ -23,7 +23,7 @@ import platform
 import time
 from pathlib import Path
 
-from conductor_env.models import ensure_model
+from conductor_env.workers.local_models import ensure_model
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.local import LocalWorker
 

@@ -162,30 +162,73 @@ async def execute_workflow(
         of the traces, so the outcome does not depend on which concurrent call failed first (a
         recorded run replays the same way).
     """
-    started = time.perf_counter()
-    traces: dict[int, StepTrace] = {}
-    tasks: list[asyncio.Task[StepTrace]] = []
+    run = _WorkflowRun(question, call_step, worker_name, previous_steps)
+    for index, step in enumerate(workflow.steps):
+        run.tasks.append(asyncio.ensure_future(run.step(index, step)))
+    try:
+        failure = await _first_failure_in_step_order(run.tasks)
+    finally:
+        for task in run.tasks:
+            task.cancel()
+        await asyncio.gather(*run.tasks, return_exceptions=True)
+    return run.outcome(failure, answer_from)
 
-    async def run(index: int, step: Step) -> StepTrace:
+
+class _WorkflowRun:
+    """One :func:`execute_workflow` call: its step tasks and the traces they fill in.
+
+    Args:
+        question: The overall task shown to every worker.
+        call_step: Performs one step's worker call.
+        worker_name: Names workers in traces.
+        previous_steps: The previous round's steps, seen first by steps with ``"all"`` access.
+    """
+
+    def __init__(
+        self,
+        question: str,
+        call_step: StepCaller,
+        worker_name: WorkerNamer,
+        previous_steps: Sequence[VisibleStep],
+    ) -> None:
+        self.question = question
+        self.call_step = call_step
+        self.worker_name = worker_name
+        self.previous_steps = previous_steps
+        self.started = time.perf_counter()
+        self.traces: dict[int, StepTrace] = {}
+        self.tasks: list[asyncio.Task[StepTrace]] = []
+
+    def _elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    async def step(self, index: int, step: Step) -> StepTrace:
+        """Runs step ``index`` once the steps it reads are done and returns its trace.
+
+        Raises:
+            WorkerError: When the worker stays down (the trace, kept, records the error).
+        """
         if step.access:
-            await asyncio.gather(*(tasks[j] for j in step.access))
-        visible = list(previous_steps) if step.access_all else []
+            await asyncio.gather(*(self.tasks[j] for j in step.access))
+        traces = self.traces
+        visible = list(self.previous_steps) if step.access_all else []
         visible += [VisibleStep(traces[j].worker, traces[j].subtask, traces[j].response) for j in step.access]
         trace = StepTrace(
             index=index,
             worker=step.worker,
-            worker_name=worker_name(step.worker),
+            worker_name=self.worker_name(step.worker),
             subtask=step.subtask,
             visible=step.access,
-            start_s=time.perf_counter() - started,
+            start_s=self._elapsed(),
         )
         traces[index] = trace
         try:
-            completion, attempts = await call_step(index, step, worker_message(question, step.subtask, visible))
+            message = worker_message(self.question, step.subtask, visible)
+            completion, attempts = await self.call_step(index, step, message)
         except WorkerError as error:
             trace.attempts = getattr(error, "attempts", 1)
             trace.error = str(error) or type(error).__name__
-            trace.end_s = time.perf_counter() - started
+            trace.end_s = self._elapsed()
             raise
         trace.response = completion.text
         trace.prompt_tokens = completion.prompt_tokens
@@ -193,32 +236,35 @@ async def execute_workflow(
         trace.cost_usd = completion.cost_usd
         trace.latency_s = completion.latency_s
         trace.attempts = attempts
-        trace.end_s = time.perf_counter() - started
+        trace.end_s = self._elapsed()
         return trace
 
-    for index, step in enumerate(workflow.steps):
-        tasks.append(asyncio.ensure_future(run(index, step)))
-    execution = Execution()
-    try:
-        failure = await _first_failure_in_step_order(tasks)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-    if failure is None:
-        execution.traces = [traces[i] for i in sorted(traces)]
-    else:
-        failed_index, error = failure
-        # Later steps were cancelled at a point that depends on timing; keep only what replays.
-        execution.traces = [traces[i] for i in sorted(traces) if i <= failed_index]
-        failed = traces[failed_index]
-        where = f"step {failed_index} (worker {failed.worker}, {failed.worker_name})"
-        execution.infra_error = f"{where} failed after {getattr(error, 'attempts', 1)} attempt(s): {error}"
-    execution.wall_s = time.perf_counter() - started
-    if execution.infra_error is None and execution.traces:
-        responses = [t.response for t in execution.traces]
-        if answer_from == "last_nonempty":
-            execution.answer = next((r for r in reversed(responses) if r.strip()), "")
+    def outcome(self, failure: tuple[int, WorkerError] | None, answer_from: AnswerFrom) -> Execution:
+        """Builds the execution once every step task has ended.
+
+        Args:
+            failure: The lowest-numbered failed step and its error, or ``None``.
+            answer_from: Which response is the answer (see :func:`execute_workflow`).
+        """
+        traces = self.traces
+        execution = Execution()
+        if failure is None:
+            execution.traces = [traces[i] for i in sorted(traces)]
         else:
-            execution.answer = responses[-1]
-    return execution
+            failed_index, error = failure
+            # Later steps were cancelled at a point that depends on timing; keep only what replays.
+            execution.traces = [traces[i] for i in sorted(traces) if i <= failed_index]
+            failed = traces[failed_index]
+            where = f"step {failed_index} (worker {failed.worker}, {failed.worker_name})"
+            execution.infra_error = f"{where} failed after {getattr(error, 'attempts', 1)} attempt(s): {error}"
+        execution.wall_s = self._elapsed()
+        if execution.infra_error is None and execution.traces:
+            execution.answer = _answer([t.response for t in execution.traces], answer_from)
+        return execution
+
+
+def _answer(responses: Sequence[str], answer_from: AnswerFrom) -> str:
+    """Picks the final answer among the steps' responses, in step order."""
+    if answer_from == "last_nonempty":
+        return next((r for r in reversed(responses) if r.strip()), "")
+    return responses[-1]

@@ -6,31 +6,27 @@ A workflow is written as three Python lists of equal length, after any amount of
     subtasks = ["Plan the algorithm", "Implement it", "Check the code"]
     access_list = [[], "all", "all"]
 
-Parsing follows the paper's code: ``<think>`` blocks are removed, backticks and bullets are
-stripped, labels are matched case-insensitively (``model_id``/``model id``/``model ids``,
-``subtasks``/``subtask``, ``access_list``/``access list``/``access``) followed by ``:`` or ``=``,
-and the balanced ``[...]`` after a label is read with :func:`ast.literal_eval`, then JSON, then a
-comma split. When the lists appear more than once, the last complete set wins.
+Parsing follows the paper's code: ``<think>`` blocks are removed, labels are matched leniently
+and the balanced ``[...]`` after each is read as a list; when the lists appear more than once, the
+last complete set wins (:mod:`conductor_env.workflow_lists` finds them). This module holds the
+parsed form (:class:`Workflow`, :class:`Step`, canonical rendering) and validates the lists.
 
 Failures raise :class:`WorkflowError` with a :attr:`~WorkflowError.reason` from
 :data:`REASON_CODES`.
 
-The action is untrusted text, so parsing takes time linear in its length whatever it holds
-(unclosed think blocks, thousands of unclosed ``model_id = [`` labels, deep brackets, strings full
-of escapes), and an action longer than :data:`MAX_ACTION_CHARS` (64 Ki characters) is refused with reason
-``too_long`` before it is scanned. Lists longer than :data:`MAX_LITERAL_CHARS` skip
-:func:`ast.literal_eval` (JSON and the comma split still read them).
+The action is untrusted text, so parsing takes time linear in its length whatever it holds, and
+an action longer than :data:`MAX_ACTION_CHARS` (64 Ki characters) is refused with reason
+``too_long`` before it is scanned.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from conductor_env.thinking import drop_think_blocks
+from conductor_env.workflow_lists import read_lists
 
 AccessMode = Literal["binary", "indices"]
 
@@ -50,19 +46,6 @@ REASON_CODES: dict[str, str] = {
 #: Conductor writes in the paper's 1,024-token budget. Longer actions get reason ``too_long``.
 MAX_ACTION_CHARS = 64 * 1024
 
-#: Longest ``[...]`` handed to :func:`ast.literal_eval` (whose cost per character is high).
-MAX_LITERAL_CHARS = 32 * 1024
-
-_LABELS = re.compile(
-    # The lookahead lets the regex engine skip to candidate first letters (a 3x faster search).
-    r"(?=[msa])(?<![A-Za-z0-9_])"
-    r"(?:(?P<model>model[ _]?ids?)|(?P<subtasks>sub[ _]?tasks?)|(?P<access>access(?:[ _]?lists?)?))"
-    r"\s*[:=]",
-    re.IGNORECASE,
-)
-_LIST_START = re.compile(r"[ \t\r\n]*\[")
-_BULLET = re.compile(r"^[ \t]*(?:[-*+\u2022])[ \t]+", re.MULTILINE)
-_SMALL_INT = re.compile(r"-?\d{1,18}")
 _DIGITS = re.compile(r"\s*\d{1,9}\s*")
 
 
@@ -144,222 +127,6 @@ def _render_access(access: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(a) for a in access) + "]"
 
 
-def _clean(text: str) -> str:
-    text = drop_think_blocks(text)
-    closing = text.lower().rfind("</think>")
-    if closing != -1:  # an opening tag outside the response, e.g. prefilled by the template
-        text = text[closing + len("</think>") :]
-    text = text.replace("`", "")
-    return _BULLET.sub("", text)
-
-
-def _close_bracket(walk: "_Walk", ends: dict, end: int) -> "_Walk | None":
-    """Applies a ``]`` ending at ``end`` to ``walk``: lists opened at this depth end there.
-
-    Returns:
-        The walk, or ``None`` once no list it carries is still open.
-    """
-    walk.depth -= 1
-    closed = walk.waiting.pop(walk.depth, None)
-    if closed is None:
-        return walk
-    for opening in closed:
-        ends[opening] = end
-    walk.size -= len(closed)
-    return walk if walk.size else None
-
-
-class _Walk:
-    """Scans for the ``]`` closing list openings that follow one path through the text.
-
-    A scan from an opening ``[`` tracks its bracket depth outside strings and whether it is
-    inside a string. Scans that reach the same position in the same state go on identically,
-    their depths differing by a constant, so they are merged into one walk: ``waiting`` maps a
-    depth of this walk to the openings that close when a ``]`` brings the walk back to it.
-    """
-
-    __slots__ = ("depth", "size", "waiting")
-
-    def __init__(self) -> None:
-        self.depth = 0
-        self.size = 0  # openings in ``waiting``
-        self.waiting: dict[int, list[int]] = {}
-
-
-def _merge(a: _Walk | None, b: _Walk | None) -> _Walk | None:
-    """Joins two walks now in the same state at the same position (the smaller into the larger)."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    if a.size < b.size:
-        a, b = b, a
-    shift = a.depth - b.depth
-    for depth, openings in b.waiting.items():
-        joined = a.waiting.get(depth + shift)
-        if joined is None:
-            a.waiting[depth + shift] = openings
-        else:
-            joined.extend(openings)
-    a.size += b.size
-    return a
-
-
-_RELEVANT = frozenset("[]\"'\\\n")
-_FLAT_LIST = re.compile(r"\[[^\[\]\"']*\]")
-
-
-def _list_ends(text: str, openings: list[int]) -> dict[int, int]:
-    """Maps each opening ``[`` (sorted positions) to the index just past its closing ``]``.
-
-    The ``]`` is the one a scan from that opening alone finds: brackets inside a quoted string
-    do not count (a string ends at its quote or a newline; inside it a backslash escapes the next
-    character), and when the text ends inside a string, brackets are matched ignoring quotes.
-    One pass serves all openings, with at most one walk per quote state alive at a time and the
-    text between lists skipped, so the time is linear in the text. Unclosed openings are absent.
-    """
-    ends: dict[int, int] = {}
-    n, relevant = len(text), _RELEVANT
-    outside: _Walk | None = None  # the walk outside strings, and those inside "..." and '...'
-    double: _Walk | None = None
-    single: _Walk | None = None
-    skip = -1
-    later, count = 0, len(openings)  # the next opening to meet is openings[later]
-    upcoming = openings[0] if openings else -1
-    start = openings[0] if openings else n
-    while start < n:
-        flat = _FLAT_LIST.match(text, start)
-        if flat is not None:  # nothing is open and this list holds no brackets or quotes
-            ends[start] = flat.end()
-            later += 1
-            upcoming = openings[later] if later < count else -1
-            start = upcoming if upcoming >= 0 else n
-            continue
-        resume = n
-        for i in range(start, n):
-            char = text[i]
-            if char not in relevant or i == skip:
-                continue
-            if char == "[":
-                if i == upcoming:
-                    later += 1
-                    upcoming = openings[later] if later < count else -1
-                    if outside is None:
-                        outside = _Walk()
-                    outside.waiting.setdefault(outside.depth, []).append(i)
-                    outside.size += 1
-                if outside is not None:
-                    outside.depth += 1
-            elif char == "]":
-                if outside is not None:
-                    outside = _close_bracket(outside, ends, i + 1)
-                    if outside is None and double is None and single is None:  # nothing open: next list
-                        resume = upcoming if upcoming >= 0 else n
-                        break
-            elif char == '"':
-                outside, double = double, outside
-            elif char == "'":
-                outside, single = single, outside
-            elif double is None and single is None:
-                continue  # a newline or backslash outside strings changes nothing
-            elif char == "\n":
-                outside = _merge(_merge(outside, double), single)
-                double = single = None
-            else:  # a backslash: walks inside strings skip the next character, the walk outside reads it
-                skip = i + 1
-                if outside is not None and skip < n:
-                    escaped = text[skip]
-                    if escaped == '"':
-                        double, outside = _merge(double, outside), None
-                    elif escaped == "'":
-                        single, outside = _merge(single, outside), None
-                    elif escaped == "[":  # never an opening: those follow a label
-                        outside.depth += 1
-                    elif escaped == "]":
-                        outside = _close_bracket(outside, ends, skip + 1)
-        start = resume
-    in_string = sorted(o for walk in (double, single) if walk is not None for group in walk.waiting.values() for o in group)
-    if in_string:
-        ends.update(_plain_ends(text, in_string))
-    return ends
-
-
-def _plain_ends(text: str, openings: list[int]) -> dict[int, int]:
-    """Like :func:`_list_ends`, with every bracket counted (quotes ignored)."""
-    ends: dict[int, int] = {}
-    pending = set(openings)
-    waiting: dict[int, list[int]] = {}
-    depth = 0
-    for i in range(openings[0], len(text)):
-        char = text[i]
-        if char == "[":
-            if i in pending:
-                waiting.setdefault(depth, []).append(i)
-            depth += 1
-        elif char == "]":
-            depth -= 1
-            closed = waiting.pop(depth, None)
-            if closed is not None:
-                for opening in closed:
-                    ends[opening] = i + 1
-    return ends
-
-
-def _read_list(source: str) -> list[Any]:
-    """Reads ``[...]`` text as a list: literal_eval, then JSON, then a comma split."""
-    # Without backslashes, any text both readers accept means the same list to both, and any text
-    # only JSON accepts would reach JSON anyway; so JSON (C-speed) may go first there.
-    readers = (json.loads, ast.literal_eval) if "\\" not in source else (ast.literal_eval, json.loads)
-    for reader in readers:
-        if reader is ast.literal_eval and len(source) > MAX_LITERAL_CHARS:
-            continue
-        try:
-            value = reader(source)
-        except Exception:  # noqa: BLE001 - any failure (syntax, recursion, memory) falls through
-            continue
-        if isinstance(value, (list, tuple)):
-            return list(value)
-    inner = source.strip()[1:-1].strip()
-    if not inner:
-        return []
-    items = [raw.strip().strip("\"'").strip() for raw in inner.split(",")]
-    return [int(item) if _SMALL_INT.fullmatch(item) else item for item in items]
-
-
-def _scan(text: str) -> list[tuple[str, list[Any]]]:
-    """Returns the (kind, list) pairs found in order; a parsed list's span is consumed."""
-    labels: list[tuple[int, int, str, int]] = []  # label start, label end, kind, its "[" or -1
-    for match in _LABELS.finditer(text):
-        opening = _LIST_START.match(text, match.end())
-        labels.append((match.start(), match.end(), match.lastgroup or "", opening.end() - 1 if opening else -1))
-    ends = _list_ends(text, [label[3] for label in labels if label[3] >= 0])
-    found: list[tuple[str, list[Any]]] = []
-    position = 0
-    for start, end, kind, opening in labels:
-        if start < position:  # inside a list already read
-            continue
-        position = end
-        close = ends.get(opening)
-        if close is not None:
-            found.append((kind, _read_list(text[opening:close])))
-            position = close
-    return found
-
-
-def _last_complete_set(found: list[tuple[str, list[Any]]]) -> dict[str, list[Any]] | None:
-    sets: list[dict[str, list[Any]]] = []
-    for kind, value in found:
-        if kind == "model":
-            sets.append({"model": value})
-        elif sets and kind not in sets[-1]:
-            sets[-1][kind] = value
-    for candidate in reversed(sets):
-        if len(candidate) == 3:
-            return candidate
-    last = {kind: value for kind, value in found}  # any order: the last of each kind
-    return last if len(last) == 3 else None
-
-
 def _worker_id(value: Any, num_workers: int, index: int) -> int:
     if isinstance(value, str) and _DIGITS.fullmatch(value):
         value = int(value)
@@ -428,7 +195,7 @@ def parse_workflow(
         raise WorkflowError("no_lists", f"the action must be text, got {type(text).__name__}")
     if max_chars is not None and len(text) > max_chars:
         raise WorkflowError("too_long", f"{len(text)} characters, at most {max_chars} are read")
-    lists = _last_complete_set(_scan(_clean(text)))
+    lists = read_lists(text)
     if lists is None:
         raise WorkflowError("no_lists")
     ids, subtasks, accesses = lists["model"], lists["subtasks"], lists["access"]

@@ -28,9 +28,12 @@ from hypothesis import strategies as st
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env import thinking
 from conductor_env import workflow as wf
-from conductor_env.tasks import extract, procedural, rlpr
+from conductor_env import workflow_lists as wl
+from conductor_env.tasks import extract
 from conductor_env.tasks.extract import extract_boxed, extract_choice, extract_code, strip_think
-from conductor_env.workflow import MAX_ACTION_CHARS, MAX_LITERAL_CHARS, WorkflowError, parse_workflow
+from conductor_env.tasks.suites import procedural, rlpr
+from conductor_env.workflow import MAX_ACTION_CHARS, WorkflowError, parse_workflow
+from conductor_env.workflow_lists import MAX_LITERAL_CHARS
 
 try:  # Python 3.11+
     from re import _compiler as sre_compile
@@ -160,10 +163,10 @@ def test_literal_eval_is_not_handed_huge_lists() -> None:
     # Python syntax only (a single-quoted string with a backslash): small lists use literal_eval,
     # longer ones fall back to the comma split.
     small = "[" + "'a\\'b', " * 10 + "]"
-    assert wf._read_list(small) == ["a'b"] * 10
+    assert wl._read_list(small) == ["a'b"] * 10
     big = "[" + "'x\\'y', " * (MAX_LITERAL_CHARS // 8 + 1) + "]"
     assert len(big) > MAX_LITERAL_CHARS
-    assert wf._read_list(big)[0] == "x\\'y"
+    assert wl._read_list(big)[0] == "x\\'y"
 
 
 # ------------------------------------------------------------------ work counted, not timed
@@ -188,8 +191,8 @@ def reads_of(function: Callable[[str], Any], text: str) -> int:
 @pytest.mark.parametrize("family", sorted(ACTIONS))
 def test_the_list_scan_reads_each_character_a_bounded_number_of_times(family: str) -> None:
     for n in (4 * KIB, 16 * KIB):
-        text = wf._clean(ACTIONS[family](n))
-        assert reads_of(wf._scan, text) <= 3 * len(text) + 16
+        text = wl._clean(ACTIONS[family](n))
+        assert reads_of(wl._scan, text) <= 3 * len(text) + 16
 
 
 @pytest.mark.parametrize("family", sorted(RESPONSES))
@@ -245,7 +248,7 @@ def _old_scan(text: str) -> list[tuple[str, list[Any]]]:
     closing = text.lower().rfind("</think>")
     if closing != -1:
         text = text[closing + len("</think>") :]
-    text = wf._BULLET.sub("", text.replace("`", ""))
+    text = wl._BULLET.sub("", text.replace("`", ""))
     found: list[tuple[str, list[Any]]] = []
     position = 0
     while (match := _OLD_LABELS.search(text, position)) is not None:
@@ -256,7 +259,7 @@ def _old_scan(text: str) -> list[tuple[str, list[Any]]]:
         if cursor < len(text) and text[cursor] == "[":
             end = _old_balanced_span(text, cursor)
             if end is not None:
-                found.append((match.lastgroup or "", wf._read_list(text[cursor:end])))
+                found.append((match.lastgroup or "", wl._read_list(text[cursor:end])))
                 position = end
     return found
 
@@ -274,7 +277,7 @@ _LISTY = st.lists(
 @settings(max_examples=1500, deadline=None)
 @given(_LISTY)
 def test_the_linear_scan_finds_what_the_quadratic_one_found(text: str) -> None:
-    assert wf._scan(wf._clean(text)) == _old_scan(text)
+    assert wl._scan(wl._clean(text)) == _old_scan(text)
 
 
 def _old_strip_think(text: str) -> str:
@@ -418,8 +421,8 @@ def test_adversarial_runs_parse_with_bounded_reads(text: str) -> None:
     except WorkflowError:
         pass
     extract_everything(text)
-    cleaned = wf._clean(text)
-    assert reads_of(wf._scan, cleaned) <= 3 * len(cleaned) + 16
+    cleaned = wl._clean(text)
+    assert reads_of(wl._scan, cleaned) <= 3 * len(cleaned) + 16
     assert reads_of(lambda t: extract._explicit_statements(t, "ABCD"), text) <= 2 * len(text) + 16
 
 
@@ -428,8 +431,8 @@ def test_adversarial_runs_parse_with_bounded_reads(text: str) -> None:
 #: Every pattern applied to untrusted text by the parser and the extractors, with why it runs in
 #: linear time. A new or changed pattern fails ``test_every_pattern_is_reviewed`` until added.
 REVIEWED: dict[str, str] = {
-    # conductor_env.workflow
-    wf._LABELS.pattern: "bounded alternatives; one \\s* run, scanned once per label",
+    # conductor_env.workflow_lists and conductor_env.workflow
+    wl._LABELS.pattern: "bounded alternatives; one \\s* run, scanned once per label",
     r"[ \t\r\n]*\[": "match at one position",
     r"\[[^\[\]\"']*\]": "match at one position; a failed match is followed by a walk over the same text",
     r"<think>.*?</think>": "searched only up to the last </think>: every <think> there closes",
@@ -456,7 +459,7 @@ REVIEWED: dict[str, str] = {
     r"[\*_#>`]": "one character",
     r"(?i:option\s+|choice\s+)?\(?([ABCD])\)?[.!]?": "fullmatch of one line; runs split by a letter",
     r"\(?([ABCD])[).:]\s+\S": "match at one position",
-    # conductor_env.tasks.rlpr
+    # conductor_env.tasks.suites.rlpr
     r"<answer>(.*?)</answer>": "searched only up to the last </answer>",
     r"</answer>": "a literal",
     r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?": "match at one position; each run ends where the next part starts",
@@ -603,7 +606,7 @@ CORPUS = [
 
 def test_every_pattern_is_reviewed(monkeypatch: pytest.MonkeyPatch) -> None:
     uses: set[tuple[str, int, str]] = set()
-    for module in (wf, thinking, extract, rlpr):
+    for module in (wf, wl, thinking, extract, rlpr):
         monkeypatch.setattr(module, "re", _Recorder(re, uses))
         for name, value in list(vars(module).items()):
             if isinstance(value, re.Pattern):
@@ -624,7 +627,7 @@ def test_every_pattern_is_reviewed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_module_patterns_have_no_backtracking_shapes() -> None:
     # Also the reasoning-gym suite's patterns, which final_answer and its checks apply to responses.
-    for module in (wf, thinking, extract, rlpr, procedural):
+    for module in (wf, wl, thinking, extract, rlpr, procedural):
         for name, value in vars(module).items():
             if isinstance(value, re.Pattern):
                 assert backtracking_risks(value.pattern, value.flags, searched=False) == [], (module.__name__, name)

@@ -24,7 +24,7 @@ WORKFLOW = 'model_id = [0, 0]\nsubtasks = ["Solve it", "Check it"]\naccess_list 
 
 @pytest.fixture(scope="module")
 def server():
-    from conductor_env.models import ensure_model
+    from conductor_env.workers.local_models import ensure_model
 
     ensure_model()
     model = LocalWorker(WorkerSpec(name="gemma", backend="local", model="gemma3-270m", temperature=0.0))

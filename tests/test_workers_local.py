@@ -8,7 +8,7 @@ import gymnasium as gym
 import pytest
 
 import conductor_env  # noqa: F401
-from conductor_env.models import ensure_model
+from conductor_env.workers.local_models import ensure_model
 from conductor_env.calls import WorkerError
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.local import LocalWorker, acquire_engine, release_engine

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conductor_env.models import (
+from conductor_env.workers.local_models import (
     EXPORT_MARKER,
     ModelExportError,
     cache_dir,
@@ -22,13 +22,8 @@ from conductor_env.models import (
     resolve_model,
 )
 
-# Runs the real `conductor-env` entry point; registers the models command if cli.py does not yet.
-CLI = (
-    "import sys, conductor_env.cli as cli\n"
-    "name = 'conductor_env.workers.commands'\n"
-    "cli.COMMAND_MODULES.append(name) if name not in cli.COMMAND_MODULES else None\n"
-    "sys.exit(cli.main(sys.argv[1:]))\n"
-)
+# Runs the real `conductor-env` entry point.
+CLI = "import sys\nfrom conductor_env.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

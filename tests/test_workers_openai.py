@@ -13,7 +13,7 @@ import pytest
 from servers import free_port, shared_server
 
 import conductor_env  # noqa: F401
-from conductor_env.models import ensure_model
+from conductor_env.workers.local_models import ensure_model
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.openai_backend import OpenAIWorker
 from conductor_env.workers.pool import load_pool

@@ -16,15 +16,9 @@ from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.local import LocalWorker, acquire_engine, release_engine
 from conductor_env.workers.openai_backend import OpenAIWorker
 from conductor_env.workers.pool import load_pool
-from conductor_env.workers.replay import (
-    RecordingWorker,
-    ReplayMissError,
-    ReplayWorker,
-    load_records,
-    record_pool,
-    replay_pool,
-    request_key,
-)
+from conductor_env.workers.recorder import RecordingWorker
+from conductor_env.workers.recordings import load_records, request_key
+from conductor_env.workers.replay import ReplayMissError, ReplayWorker, record_pool, replay_pool
 
 FIXTURES = Path(__file__).parent / "fixtures" / "workers"
 FLAKY_POOL = str(FIXTURES / "flaky_simulated.toml")
@@ -173,7 +167,7 @@ async def test_recording_a_real_failure_and_bad_files(tmp_path) -> None:
 
 @pytest.fixture(scope="module")
 def shared_engine():
-    from conductor_env.models import ensure_model
+    from conductor_env.workers.local_models import ensure_model
 
     ensure_model()
     engine = acquire_engine(WorkerSpec(name="gemma", backend="local", model="gemma3-270m"))

@@ -11,7 +11,9 @@ import random
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from conductor_env.calls import Completion, Message, RetryPolicy
 from conductor_env.workers.base import Worker, WorkerSpec
+from conductor_env.workers.retry import with_retries, with_timeout
 
 try:  # Python 3.11+
     import tomllib
@@ -112,6 +114,46 @@ class WorkerPool:
         low = max(1, min(low, high))
         k = rng.randint(low, high)
         return tuple(rng.sample(range(len(self.specs)), k))
+
+    async def call(
+        self,
+        index: int,
+        messages: Sequence[Message],
+        *,
+        retry: RetryPolicy | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+        **options: Any,
+    ) -> tuple[Completion, int]:
+        """Calls worker ``index`` the guarded way: every caller (env steps, LLM policies) uses this.
+
+        Each attempt waits for the worker's concurrency slot (``max_concurrency``, per event
+        loop) and is bounded by its ``timeout_s``; failures are retried with backoff.
+
+        Args:
+            index: The worker's canonical index in the pool.
+            messages: OpenAI-style chat messages.
+            retry: Retry bounds (``None``: :class:`RetryPolicy`'s defaults).
+            max_tokens: Output-token limit (``None``: the worker's default).
+            temperature: Sampling temperature (``None``: the worker's default).
+            seed: Sample seed for backends that sample deterministically.
+            **options: Backend options (``oracle=`` for simulated workers).
+
+        Returns:
+            The completion and the number of attempts it took.
+
+        Raises:
+            WorkerError: When the call still fails after the retries (or cannot be retried).
+        """
+        worker, semaphore, timeout_s = self.worker(index), self.semaphore(index), self.specs[index].timeout_s
+
+        async def attempt() -> Completion:
+            async with semaphore:
+                call = worker.complete(messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **options)
+                return await with_timeout(call, timeout_s)
+
+        return await with_retries(attempt, retry or RetryPolicy())
 
     async def aclose(self) -> None:
         """Closes every built backend."""

@@ -31,11 +31,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import hashlib
-import json
 import os
 import threading
-from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -43,9 +40,8 @@ from conductor_env.calls import Completion, Message, WorkerError
 
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.pool import WorkerPool, load_pool, spec_from_mapping
-
-#: Call options that carry run context rather than sampling parameters (never part of a key).
-NON_KEY_OPTIONS = frozenset({"problem", "oracle"})
+from conductor_env.workers.recorder import RecordingWorker
+from conductor_env.workers.recordings import JsonlWriter, Occurrences, effective_params, load_records, request_key
 
 #: Options of a ``replay`` spec that configure the replay itself.
 REPLAY_OPTIONS = frozenset({"path", "fallthrough", "record_fallthrough", "replay_cost"})
@@ -56,231 +52,6 @@ class ReplayMissError(WorkerError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, retryable=False)
-
-
-def _jsonable(value: Any) -> Any:
-    """Returns ``value`` as plain JSON data, or raises TypeError for things that are not data."""
-    return json.loads(json.dumps(value, sort_keys=True, ensure_ascii=False))
-
-
-def call_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Returns the call options that belong in a key (JSON data only, run context dropped)."""
-    kept: dict[str, Any] = {}
-    for name in sorted(options):
-        if name in NON_KEY_OPTIONS:
-            continue
-        try:
-            kept[name] = _jsonable(options[name])
-        except (TypeError, ValueError):
-            continue  # callables and objects are context, not sampling parameters
-    return kept
-
-
-def request_key(
-    model: str,
-    messages: Sequence[Message],
-    *,
-    max_tokens: int,
-    temperature: float,
-    seed: int | None,
-    options: Mapping[str, Any],
-) -> str:
-    """Returns the content hash of one call (without its occurrence).
-
-    Args:
-        model: The model name.
-        messages: The conversation.
-        max_tokens: The effective output limit (defaults already applied).
-        temperature: The effective temperature.
-        seed: The call's seed or sample index.
-        options: Call options (see :func:`call_options`).
-
-    Returns:
-        A hex SHA-256 of the canonical JSON of all of the above.
-    """
-    payload = {
-        "model": model,
-        "messages": [{"role": str(m["role"]), "content": str(m["content"])} for m in messages],
-        "max_tokens": int(max_tokens),
-        "temperature": float(temperature),
-        "seed": seed,
-        "options": call_options(options),
-    }
-    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-class _Occurrences:
-    """Counts identical calls so the n-th one maps to the n-th record (thread-safe)."""
-
-    def __init__(self) -> None:
-        self._counts: Counter[str] = Counter()
-        self._lock = threading.Lock()
-
-    def next(self, key: str) -> int:
-        with self._lock:
-            occurrence = self._counts[key]
-            self._counts[key] += 1
-            return occurrence
-
-    def __getstate__(self) -> dict[str, Any]:
-        with self._lock:
-            return {"counts": Counter(self._counts)}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self._counts = state["counts"]
-        self._lock = threading.Lock()
-
-
-class _JsonlWriter:
-    """Appends one JSON line per record; each line is written in one call (safe across workers)."""
-
-    _locks: dict[str, threading.Lock] = {}
-    _locks_guard = threading.Lock()
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path).expanduser()
-        with self._locks_guard:
-            self._lock = self._locks.setdefault(str(self.path.resolve()), threading.Lock())
-
-    def append(self, record: Mapping[str, Any]) -> None:
-        line = json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as handle:
-                handle.write(line)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"])  # type: ignore[misc]
-
-
-def _effective(spec: WorkerSpec, max_tokens: int | None, temperature: float | None) -> tuple[int, float]:
-    return (
-        int(max_tokens if max_tokens is not None else spec.max_tokens),
-        float(temperature if temperature is not None else spec.temperature),
-    )
-
-
-def _completion_record(completion: Completion) -> dict[str, Any]:
-    return dataclasses.asdict(completion)
-
-
-class RecordingWorker(Worker):
-    """Wraps a live worker and appends every call and its outcome to a JSONL file.
-
-    Args:
-        inner: The live worker.
-        path: The JSONL file (created; appended to when it exists).
-    """
-
-    def __init__(self, inner: Worker, path: str | os.PathLike[str]) -> None:
-        super().__init__(inner.spec)
-        self.inner = inner
-        self.writer = _JsonlWriter(path)
-        self._occurrences = _Occurrences()
-
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        seed: int | None = None,
-        **options: Any,
-    ) -> Completion:
-        """Calls the live worker and records the request with its completion or error.
-
-        Raises:
-            WorkerError: Whatever the live worker raised (after recording it).
-        """
-        max_tokens, temperature = _effective(self.spec, max_tokens, temperature)
-        key = request_key(self.spec.model, messages, max_tokens=max_tokens, temperature=temperature, seed=seed, options=options)
-        return await self.record_call(
-            key, self._occurrences.next(key), messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **options
-        )
-
-    async def record_call(
-        self,
-        key: str,
-        occurrence: int,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int,
-        temperature: float,
-        seed: int | None,
-        **options: Any,
-    ) -> Completion:
-        """Calls the live worker and records the outcome under ``key`` and ``occurrence``.
-
-        Raises:
-            WorkerError: Whatever the live worker raised (after recording it).
-        """
-        spec = self.spec
-        record: dict[str, Any] = {
-            "key": key,
-            "occurrence": occurrence,
-            "worker": spec.name,
-            "backend": spec.backend,
-            "model": spec.model,
-            "request": {
-                "messages": [{"role": str(m["role"]), "content": str(m["content"])} for m in messages],
-                "max_tokens": max_tokens,
-                "temperature": temperature,
-                "seed": seed,
-                "options": call_options(options),
-            },
-        }
-        try:
-            completion = await self.inner.complete(
-                messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **options
-            )
-        except WorkerError as error:
-            record["error"] = {"message": str(error), "retryable": bool(error.retryable)}
-            self.writer.append(record)
-            raise
-        except asyncio.CancelledError:
-            # The caller's timeout (or the end of the episode) cancelled the call; the caller will
-            # see a timeout, so the replay raises one at this point too and the retries line up.
-            record["error"] = {"message": "the call was cancelled (timed out)", "retryable": True, "cancelled": True}
-            self.writer.append(record)
-            raise
-        record["completion"] = _completion_record(completion)
-        self.writer.append(record)
-        return completion
-
-    async def aclose(self) -> None:
-        """Closes the live worker."""
-        await self.inner.aclose()
-
-
-def load_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Reads a recording.
-
-    Args:
-        path: The JSONL file written by :class:`RecordingWorker`.
-
-    Returns:
-        The records in file order.
-
-    Raises:
-        ValueError: For a line that is not a JSON object with a ``key`` (names the line).
-    """
-    records: list[dict[str, Any]] = []
-    with open(Path(path).expanduser(), encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{number}: not JSON ({error})") from error
-            if not isinstance(record, dict) or "key" not in record:
-                raise ValueError(f"{path}:{number}: not a recorded call")
-            records.append(record)
-    return records
 
 
 def _fallthrough_spec(spec: WorkerSpec, setting: Any) -> WorkerSpec | None:
@@ -321,11 +92,11 @@ class ReplayWorker(Worker):
         self.path = spec.options.get("path")
         self.hits = 0
         self.live_calls = 0
-        self._occurrences = _Occurrences()
+        self._occurrences = Occurrences()
         self._index: dict[tuple[str, str, int], dict[str, Any]] | None = None
         self._any_worker: dict[tuple[str, int], dict[str, Any]] = {}
         self._live: Worker | None = None
-        self._writer: _JsonlWriter | None = None
+        self._writer: JsonlWriter | None = None
         self._lock = threading.Lock()
 
     def _load(self) -> dict[tuple[str, str, int], dict[str, Any]]:
@@ -377,7 +148,7 @@ class ReplayWorker(Worker):
             WorkerError: A recorded failure, or the fallthrough worker's failure.
         """
         index = self._load()
-        max_tokens, temperature = _effective(self.spec, max_tokens, temperature)
+        max_tokens, temperature = effective_params(self.spec, max_tokens, temperature)
         key = request_key(self.spec.model, messages, max_tokens=max_tokens, temperature=temperature, seed=seed, options=options)
         occurrence = self._occurrences.next(key)
         record = index.get((self.spec.name, key, occurrence)) or self._any_worker.get((key, occurrence))

@@ -6,7 +6,7 @@ transformers (which dequantises it), adds a chat template (the base model has no
 safetensors folder that reloads in about a second. :func:`ensure_model` does this once per cache
 folder, atomically and safely when several processes race::
 
-    from conductor_env.models import ensure_model
+    from conductor_env.workers.local_models import ensure_model
     path = ensure_model("gemma3-270m")   # ~/.cache/conductor-env/models/gemma3-270m
 
 The cache folder is ``$CONDUCTOR_ENV_CACHE``, else ``$XDG_CACHE_HOME/conductor-env``, else
