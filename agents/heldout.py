@@ -12,7 +12,10 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from conductor_env.agents.grpo import EnvFactory, ModelPolicy, PromptBuilder, build_dataset
+from conductor_env.agents.grpo.data import build_dataset
+from conductor_env.agents.grpo.model import ModelPolicy
+from conductor_env.agents.grpo.prompts import PromptBuilder
+from conductor_env.agents.grpo.reward import EnvFactory
 from conductor_env.event_loop import run_sync
 
 

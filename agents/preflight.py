@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from conductor_env.agents.grpo import GRPORecipe
+from conductor_env.agents.grpo.recipe import GRPORecipe
 
 #: A Hugging Face hub id (``org/name``), which may be downloaded on first use.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -34,7 +34,7 @@ def check_model(model: str) -> None:
     Raises:
         RecipeError: For anything else (a typo in a local name, a missing folder).
     """
-    from conductor_env import models
+    from conductor_env.workers import local_models as models
 
     if model in models.MODELS or Path(model).expanduser().is_dir():
         return
@@ -53,12 +53,12 @@ def check_env(env: str) -> None:
     """
     import gymnasium as gym
 
-    import conductor_env  # noqa: F401  (registers the Conductor-*-v0 ids)
+    from conductor_env.envs.setup import ENTRY_POINT, conductor_env_ids
     from conductor_env.tasks.registry import suite_names
 
-    conductor_ids = sorted(k for k, spec in gym.registry.items() if spec.entry_point == "conductor_env.env:ConductorEnv")
+    conductor_ids = conductor_env_ids()
     if env in gym.registry:
-        if gym.registry[env].entry_point != "conductor_env.env:ConductorEnv":
+        if gym.registry[env].entry_point != ENTRY_POINT:
             raise RecipeError(f"{env!r} is not a Conductor env: pass --env one of {', '.join(conductor_ids)}")
         return
     if env in suite_names():
@@ -133,7 +133,7 @@ def check_learnable(recipe: GRPORecipe, tokenizer: Any | None = None) -> None:
 
 def local_tokenizer(model: str) -> Any | None:
     """Returns the tokenizer of a model already on this machine (no download, no weights), else ``None``."""
-    from conductor_env import models
+    from conductor_env.workers import local_models as models
 
     path: Path | None = None
     if model in models.MODELS:
@@ -158,6 +158,6 @@ def check_recipe(recipe: GRPORecipe) -> None:
         RecipeError: The first problem found, as one line naming the fix.
     """
     check_model(str(recipe.model))
-    check_env(recipe.env)
-    check_pool(recipe.pool)
+    check_env(recipe.setup.env_id)
+    check_pool(recipe.setup.pool)
     check_learnable(recipe, local_tokenizer(str(recipe.model)))

@@ -1,6 +1,6 @@
 """Training profiles of ``conductor-env train grpo``: the paper's GPU recipe, or one that fits a CPU.
 
-A profile is a named set of :class:`~conductor_env.agents.grpo.GRPORecipe` fields. ``gpu`` is the
+A profile is a named set of :class:`~conductor_env.agents.grpo.recipe.GRPORecipe` fields. ``gpu`` is the
 recipe's own defaults, the paper's hyperparameters. ``cpu`` is what made the local Gemma 3 270M
 Conductor learn to route on a 2-core CPU in BENCHMARKS.md ("Reference agents: GRPO learning
 run"), shortened to finish in minutes: LoRA on the top layers, the compact prompt with the
@@ -30,7 +30,7 @@ class Profile:
     Attributes:
         name: ``gpu`` or ``cpu`` (the ``--profile`` value).
         summary: What the profile is, in a few words (printed at start).
-        settings: :class:`~conductor_env.agents.grpo.GRPORecipe` fields that differ from the
+        settings: :class:`~conductor_env.agents.grpo.recipe.GRPORecipe` fields that differ from the
             recipe's defaults (empty: the paper's recipe).
     """
 

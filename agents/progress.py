@@ -1,7 +1,7 @@
 """Readable progress of a GRPO run: a rich progress bar, warnings with their likely fix, a reward curve.
 
 Each optimizer step TRL logs the env's mean reward, the parse rate (``conductor/parse_rate``,
-from :class:`~conductor_env.agents.grpo.ConductorReward`) and ``frac_reward_zero_std``, the share
+from :class:`~conductor_env.agents.grpo.reward.ConductorReward`) and ``frac_reward_zero_std``, the share
 of GRPO groups whose completions all got the same reward. Such a group has advantage 0 for every
 completion: it teaches nothing. :class:`StepWatch` turns a run of bad steps into a warning that
 names the likely fix; :class:`RichProgress` shows the figures on a progress bar and prints the

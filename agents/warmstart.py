@@ -21,7 +21,9 @@ import time
 from typing import Any, Callable
 
 from conductor_env.agents.baselines import build_workflow, worker_ids
-from conductor_env.agents.grpo import EnvFactory, PromptBuilder, full_prompt, load_tokenizer, lora_config
+from conductor_env.agents.grpo.model import load_tokenizer, lora_config
+from conductor_env.agents.grpo.prompts import PromptBuilder, full_prompt
+from conductor_env.agents.grpo.reward import EnvFactory
 
 logger = logging.getLogger(__name__)
 

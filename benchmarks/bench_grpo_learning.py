@@ -39,18 +39,14 @@ import time
 from pathlib import Path
 
 import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.envs import EnvSetup
 from conductor_env.agents.baselines import RandomWorkflow
-from conductor_env.agents.grpo import (
-    REWARD_NAME,
-    EnvFactory,
-    GRPORecipe,
-    ModelPolicy,
-    build_dataset,
-    PROMPTS,
-    build_trainer,
-    load_tokenizer,
-    resolve_model_path,
-)
+from conductor_env.agents.grpo.data import build_dataset
+from conductor_env.agents.grpo.model import ModelPolicy, load_tokenizer, resolve_model_path
+from conductor_env.agents.grpo.prompts import PROMPTS
+from conductor_env.agents.grpo.recipe import GRPORecipe
+from conductor_env.agents.grpo.reward import REWARD_NAME, EnvFactory
+from conductor_env.agents.grpo.trainer import build_trainer
 from conductor_env.agents.warmstart import format_warm_start
 from conductor_env.event_loop import run_sync
 
@@ -63,7 +59,7 @@ DATASETS = ["basic_arithmetic", "chain_sum", "letter_counting", "spell_backward"
 
 def factory(split: str, size: int, show_names: bool) -> EnvFactory:
     return EnvFactory(
-        "Conductor-RG-v0", str(POOL), split=split, examples="none", show_names=show_names, suite_options={"datasets": DATASETS, "size": size}
+        EnvSetup.from_id("Conductor-RG-v0", pool=str(POOL), split=split, examples="none", show_names=show_names, suite_options={"datasets": DATASETS, "size": size})
     )
 
 
@@ -190,8 +186,7 @@ def main() -> None:
 
     recipe = GRPORecipe(
         model=model_path,
-        env="Conductor-RG-v0",
-        pool=str(POOL),
+        setup=train.setup,
         output_dir=args.out + "_run",
         max_steps=args.steps,
         questions_per_step=args.questions_per_step,

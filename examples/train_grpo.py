@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 
 import conductor_env  # noqa: F401  (registers the Conductor-*-v0 ids)
+from conductor_env.envs import EnvSetup
 from conductor_env.agents.grpo import GRPORecipe, train_grpo
 
 
@@ -36,17 +37,16 @@ def main() -> None:
 
     recipe = GRPORecipe(
         model=args.model,
-        env=args.env,
-        pool=args.pool,
+        setup=EnvSetup.from_id(args.env, pool=args.pool, split="train", max_rounds=args.max_rounds),
         output_dir=args.output_dir,
-        env_options={"max_rounds": args.max_rounds},
     )
     if args.cpu_demo:
         # The cpu profile of `conductor-env train grpo` (conductor_env/agents/profiles.py): the
         # settings that learned to route in BENCHMARKS.md, here for 4 steps instead of its 24.
+        from conductor_env.agents.grpo.recipe import recipe_from_settings
         from conductor_env.agents.profiles import CPU_PROFILE, recipe_settings
 
-        recipe = GRPORecipe(**recipe_settings(CPU_PROFILE, {"output_dir": args.output_dir, "max_steps": 4, "env_options": {"max_rounds": args.max_rounds}}))
+        recipe = recipe_from_settings(recipe_settings(CPU_PROFILE, {"output_dir": args.output_dir, "max_steps": 4, "env_options": {"max_rounds": args.max_rounds}}))
 
     run = train_grpo(recipe, progress=True, say=print)
     print("mean env reward per step:", [round(r, 3) for r in run.rewards])

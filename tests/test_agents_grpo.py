@@ -8,17 +8,13 @@ import math
 import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.envs import EnvSetup
 from conductor_env.agents import make_policy
-from conductor_env.agents.grpo import (
-    REWARD_NAME,
-    ConductorReward,
-    EnvFactory,
-    GRPORecipe,
-    build_dataset,
-    build_trainer,
-    grpo_config,
-    logged_rewards,
-)
+from conductor_env.agents.grpo.data import build_dataset
+from conductor_env.agents.grpo.recipe import GRPORecipe, grpo_config
+from conductor_env.agents.grpo.reward import REWARD_NAME, ConductorReward, EnvFactory
+from conductor_env.agents.grpo.saving import logged_rewards
+from conductor_env.agents.grpo.trainer import build_trainer
 from conductor_env.rewards import round_credit
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
@@ -49,7 +45,7 @@ def chat(text: str) -> list[dict]:
 
 @pytest.fixture()
 def factory():
-    made = EnvFactory("Conductor-RG-v0", sure_pool(), split="train", suite_options=SMALL_RG, retry=RetryPolicy(max_attempts=1))
+    made = EnvFactory(EnvSetup.from_id("Conductor-RG-v0", pool=sure_pool(), split="train", suite_options=SMALL_RG, retry=RetryPolicy(max_attempts=1)))
     yield made
     made.close()
 
@@ -102,13 +98,23 @@ def test_reward_is_the_envs_and_infra_errors_are_none(factory):
     assert logged["conductor/infra_errors"] == 1.0
 
 
+def test_the_package_re_exports_the_public_api():
+    import conductor_env.agents.grpo as grpo
+    from conductor_env.agents.grpo import data, model, prompts, recipe, reward, saving, trainer
+
+    assert (grpo.GRPORecipe, grpo.train_grpo, grpo.build_trainer) == (recipe.GRPORecipe, trainer.train_grpo, trainer.build_trainer)
+    assert (grpo.build_dataset, grpo.ConductorReward, grpo.EnvFactory) == (data.build_dataset, reward.ConductorReward, reward.EnvFactory)
+    assert (grpo.ModelPolicy, grpo.compact_prompt, grpo.CONDUCTOR_CONFIG) == (model.ModelPolicy, prompts.compact_prompt, saving.CONDUCTOR_CONFIG)
+    assert all(hasattr(grpo, name) for name in grpo.__all__)
+
+
 def test_reward_requires_the_dataset_columns(factory):
     with pytest.raises(ValueError, match="problem_id and episode_seed"):
         ConductorReward(factory)(prompts=["p"], completions=["c"])
 
 
 def test_round_credit_with_a_follow_up_policy():
-    made = EnvFactory("rg", sure_pool(), split="train", suite_options=SMALL_RG, max_rounds=2, round_discount=0.25)
+    made = EnvFactory(EnvSetup.from_kwargs(suite="rg", pool=sure_pool(), split="train", suite_options=SMALL_RG, max_rounds=2, round_discount=0.25))
     try:
         row = build_dataset(made, limit=1)[0]
         kwargs = dict(prompts=[row["prompt"]] * 2, problem_id=[row["problem_id"]] * 2, episode_seed=[row["episode_seed"]] * 2)
@@ -140,9 +146,9 @@ def test_warm_start_rows_cover_every_worker_once(factory):
 
 
 def test_compact_prompt_keeps_the_workers_and_the_task(factory):
-    from conductor_env.agents.commands import recipe_from_args
-    from conductor_env.agents.grpo import compact_prompt, prompt_builder_of
+    from conductor_env.agents.grpo.prompts import compact_prompt, prompt_builder_of
     from conductor_env.cli import build_parser
+    from conductor_env.cli.train import recipe_from_args
 
     observation, _ = factory().reset(seed=0)
     text = compact_prompt(observation)
@@ -174,13 +180,13 @@ def test_paper_defaults():
 
 
 def test_cli_maps_flags_to_the_recipe():
-    from conductor_env.agents.commands import recipe_from_args
     from conductor_env.cli import UsageError, build_parser
+    from conductor_env.cli.train import recipe_from_args
 
     parser = build_parser()
     args = parser.parse_args(["train", "grpo", "--max-steps", "3", "--env-option", "max_rounds=2", "--lora-r", "8", "--no-vllm"])
     recipe = recipe_from_args(args, cuda=True)  # the gpu profile: the paper's defaults
-    assert recipe.max_steps == 3 and recipe.env_options == {"max_rounds": 2} and recipe.lora_r == 8
+    assert recipe.max_steps == 3 and recipe.setup.options.changed() == {"max_rounds": 2} and recipe.lora_r == 8
     assert recipe.use_vllm is False and recipe.learning_rate == 1e-6 and recipe.num_generations == 64
     assert recipe.balance_domains is False
     assert recipe_from_args(parser.parse_args(["train", "grpo", "--balance-domains"]), cuda=True).balance_domains is True
@@ -192,11 +198,7 @@ def test_cli_maps_flags_to_the_recipe():
 def test_two_real_grpo_steps_log_the_envs_reward(tmp_path):
     recipe = GRPORecipe(
         model="gemma3-270m",
-        env="Conductor-RG-v0",
-        pool="simulated",
-        split="train",
-        suite_options=SMALL_RG,
-        env_options={"examples": "none"},
+        setup=EnvSetup.from_id("Conductor-RG-v0", pool="simulated", split="train", suite_options=SMALL_RG, examples="none"),
         problems=4,
         output_dir=str(tmp_path),
         max_steps=2,
@@ -229,7 +231,7 @@ def test_compact_lm_head_on_cpu_gives_the_same_log_probs():
     from transformers import AutoModelForCausalLM
     from trl.trainer import utils as trl_utils
 
-    from conductor_env.agents.grpo import resolve_model_path, score_only_completions_on_cpu
+    from conductor_env.agents.grpo.model import resolve_model_path, score_only_completions_on_cpu
 
     model = AutoModelForCausalLM.from_pretrained(resolve_model_path("gemma3-270m"), dtype=torch.float32)
     trl_utils.add_fused_lm_head(model, outputs=("log_probs", "entropy"))

@@ -10,12 +10,14 @@ from types import SimpleNamespace
 import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.agents.commands import eval_command, recipe_from_args
-from conductor_env.agents.grpo import GRPORecipe, compact_prompt, conductor_config
+from conductor_env.agents.grpo.prompts import compact_prompt
+from conductor_env.agents.grpo.recipe import GRPORecipe
+from conductor_env.agents.grpo.saving import conductor_config
 from conductor_env.agents.preflight import RecipeError, check_learnable, check_pool, shortest_workflow_tokens
 from conductor_env.agents.profiles import CPU_PROFILE, GPU_PROFILE, choose_profile
 from conductor_env.agents.progress import RichProgress, StepStats, StepWatch, plot_reward_curve
 from conductor_env.cli import UsageError, build_parser, main
+from conductor_env.cli.train import eval_command, recipe_from_args
 
 
 def parse(*flags: str):
@@ -46,7 +48,7 @@ def test_the_cpu_profile_is_the_recipe_that_learned():
     assert (recipe.lora_r, recipe.lora_top_layers, recipe.prompt) == (16, 6, "compact")
     assert recipe.format_warmup_steps > 0 and recipe.format_warmup_preamble
     assert (recipe.learning_rate, recipe.lr_scheduler_type, recipe.warmup_ratio) == (2e-4, "constant_with_warmup", 0.2)
-    assert recipe.pool == "experts" and recipe.env_options["show_names"] is True and recipe.balance_domains
+    assert recipe.setup.pool == "experts" and recipe.setup.options.show_names is True and recipe.balance_domains
     assert recipe.questions_per_step % 3 == 0  # three domains, balanced
     assert recipe.heldout_questions > 0 and recipe.use_vllm is False
     assert recipe.max_completion_length >= shortest_workflow_tokens(recipe) and recipe.max_completion_length <= 64
@@ -56,10 +58,10 @@ def test_the_cpu_profile_is_the_recipe_that_learned():
 def test_flags_override_the_profile_and_options_merge():
     recipe = recipe_from_args(parse("--max-steps", "5", "--env-option", "max_rounds=2", "--suite-option", "size=5"), cuda=False)
     assert recipe.max_steps == 5 and recipe.lora_r == 16
-    assert recipe.env_options == {"examples": "none", "show_names": True, "max_rounds": 2}
-    assert recipe.suite_options["size"] == 5 and len(recipe.suite_options["datasets"]) == 6
-    other = recipe_from_args(parse("--env", "Conductor-Math-v0"), cuda=False)
-    assert other.env == "Conductor-Math-v0" and other.suite_options == {}  # the profile's datasets are the RG suite's
+    assert recipe.setup.options.changed() == {"examples": "none", "show_names": True, "max_rounds": 2}
+    assert recipe.setup.suite_options["size"] == 5 and len(recipe.setup.suite_options["datasets"]) == 6
+    other = recipe_from_args(parse("--env", "Conductor-MATH500-v0"), cuda=False)
+    assert other.setup.env_id == "Conductor-MATH500-v0" and other.setup.suite_options == {}  # the profile's datasets are the RG suite's
     assert recipe_from_args(parse("--no-balance-domains"), cuda=False).balance_domains is False
 
 
@@ -184,15 +186,16 @@ def test_completion_limits_are_measured_against_the_warm_start_target():
 
 @pytest.mark.slow
 def test_a_short_cpu_profile_run_saves_a_conductor_that_plugs_back_in(tmp_path):
-    from conductor_env.agents.grpo import train_grpo
+    from conductor_env.agents.grpo.trainer import train_grpo
     from conductor_env.agents.llm import LLMConductor
+    from conductor_env.agents.grpo.recipe import recipe_from_settings
     from conductor_env.agents.profiles import recipe_settings
 
     overrides = {
         "output_dir": str(tmp_path), "max_steps": 1, "num_generations": 2, "format_warmup_steps": 2,
         "heldout_questions": 3, "heldout_samples": 1, "suite_options": {"size": 2},
     }  # fmt: skip
-    run = train_grpo(GRPORecipe(**recipe_settings(CPU_PROFILE, overrides)), progress=True)
+    run = train_grpo(recipe_from_settings(recipe_settings(CPU_PROFILE, overrides)), progress=True)
     assert len(run.rewards) == 1 and run.heldout_before is not None and run.heldout_after is not None
     assert (tmp_path / "reward_curve.png").is_file() and (tmp_path / "rewards.json").is_file()
     final = tmp_path / "final"

@@ -1,0 +1,172 @@
+"""The model side of GRPO: loading the Conductor LLM, its LoRA config, and the model as a policy.
+
+- :func:`resolve_model_path` and :func:`load_tokenizer` turn a recipe's ``model`` into something
+  ``transformers`` loads, with the padding GRPO needs;
+- :func:`lora_config` adapts every linear projection, or only the top layers (cheaper on a CPU);
+- :func:`score_only_completions_on_cpu` makes TRL's fused LM head project only the completion
+  tokens on a CPU, as it does on a GPU;
+- :class:`ModelPolicy` lets the model being trained write the later actions of multi-round
+  episodes (and the held-out evaluation's actions).
+
+``torch``, ``transformers``, ``peft`` and ``trl`` are imported inside the functions, so importing
+this module stays light.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Sequence
+
+from conductor_env.agents.base import Observation, Policy
+from conductor_env.agents.grpo.prompts import PromptBuilder, full_prompt
+
+
+class ModelPolicy(Policy):
+    """A transformers causal LM (with its tokenizer's chat template) as a Conductor policy.
+
+    Used for the later actions of multi-round episodes during training (the model being trained
+    writes them), and usable on its own for a checkpoint in memory.
+
+    Args:
+        model: The model (a ``PreTrainedModel`` or a PEFT model).
+        tokenizer: Its tokenizer, with a chat template.
+        max_new_tokens: Output limit per action.
+        temperature: Sampling temperature (0: greedy).
+        name: The policy's name.
+        prompt_builder: Turns an observation into the user message (default: the env's prompt).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        max_new_tokens: int = 1024,
+        temperature: float = 1.0,
+        name: str = "model",
+        prompt_builder: PromptBuilder = full_prompt,
+    ) -> None:
+        self.model = model
+        self.prompt_builder = prompt_builder
+        self.tokenizer = tokenizer
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.name = name
+
+    def generate(self, observations: Sequence[Observation]) -> list[str]:
+        """Generates the actions synchronously (in the calling thread)."""
+        import torch
+
+        if not observations:
+            return []
+        texts = [
+            self.tokenizer.apply_chat_template([{"role": "user", "content": self.prompt_builder(o)}], tokenize=False, add_generation_prompt=True)
+            for o in observations
+        ]
+        side = self.tokenizer.padding_side
+        self.tokenizer.padding_side = "left"
+        try:
+            encoded = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        finally:
+            self.tokenizer.padding_side = side
+        device = next(self.model.parameters()).device
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                output = self.model.generate(
+                    input_ids=encoded["input_ids"].to(device),
+                    attention_mask=encoded["attention_mask"].to(device),
+                    max_new_tokens=self.max_new_tokens,
+                    do_sample=self.temperature > 0,
+                    temperature=self.temperature if self.temperature > 0 else None,
+                    pad_token_id=self.tokenizer.pad_token_id,
+                )
+        finally:
+            if was_training:
+                self.model.train()
+        width = encoded["input_ids"].shape[1]
+        return [self.tokenizer.decode(row[width:], skip_special_tokens=True) for row in output]
+
+    async def aact(self, observations: Sequence[Observation]) -> list[str]:
+        return await asyncio.to_thread(self.generate, observations)
+
+
+def resolve_model_path(model: str) -> str:
+    """Returns a loadable model reference: a known local name is exported once to the cache."""
+    from conductor_env.workers import local_models as models
+
+    if model in models.MODELS:
+        return str(models.ensure_model(model))
+    return model
+
+
+def load_tokenizer(model_path: str) -> Any:
+    """Loads the tokenizer, padded on the left with a pad token (as GRPO requires)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if tokenizer.chat_template is None:
+        raise ValueError(f"the model at {model_path} has no chat template; the Conductor prompt is a chat message")
+    return tokenizer
+
+
+#: Projection names of the common decoder architectures (Gemma, Llama, Qwen, Mistral).
+_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def lora_config(model_path: str, *, r: int, alpha: int, top_layers: int | None = None) -> Any:
+    """Returns a PEFT LoRA config on every linear projection, or on the top ``top_layers`` only.
+
+    Adapting only the top layers stops the backward pass there, which is cheaper on a CPU.
+    """
+    from peft import LoraConfig
+
+    if not top_layers:
+        return LoraConfig(r=r, lora_alpha=alpha, target_modules="all-linear", task_type="CAUSAL_LM")
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(model_path)
+    total = int(getattr(config, "num_hidden_layers", 0) or getattr(getattr(config, "text_config", None), "num_hidden_layers", 0))
+    if not 0 < top_layers <= total:
+        raise ValueError(f"lora_top_layers must be in 1..{total} for this model, got {top_layers}")
+    return LoraConfig(
+        r=r,
+        lora_alpha=alpha,
+        target_modules=list(_PROJECTIONS),
+        layers_to_transform=list(range(total - top_layers, total)),
+        task_type="CAUSAL_LM",
+    )
+
+
+def score_only_completions_on_cpu() -> bool:
+    """Makes TRL's fused LM head score only the completion positions on a CPU too.
+
+    TRL's GRPO loss projects hidden states through the LM head in tiles. On CUDA/XPU it projects
+    only the positions that carry a label (the completion); elsewhere it projects *every*
+    position, to keep tile shapes fixed for graph compilers (Neuron). On a CPU that multiplies
+    the LM-head work by (prompt + completion) / completion, which for a 300-token prompt, a
+    40-token workflow and Gemma's 262k-token vocabulary makes the LM head most of the training
+    time. The compact path is plain PyTorch there and gives the same log-probabilities (see
+    tests/test_agents_grpo.py), so it is enabled for CPU devices. Returns False (and changes
+    nothing) when this TRL version has no such switch.
+    """
+    try:
+        from trl.trainer import utils as trl_utils
+    except ImportError:  # pragma: no cover - TRL is an optional dependency
+        return False
+    original = getattr(trl_utils, "_use_triton", None)
+    if original is None:
+        return False
+    if getattr(original, "compact_on_cpu", False):
+        return True
+
+    def compact(device: Any) -> bool:
+        return device.type == "cpu" or original(device)
+
+    compact.compact_on_cpu = True  # type: ignore[attr-defined]
+    trl_utils._use_triton = compact
+    return True

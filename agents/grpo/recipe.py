@@ -1,0 +1,208 @@
+"""The settings of a GRPO run (:class:`GRPORecipe`, the paper's defaults) and their TRL config.
+
+:func:`grpo_config` picks the CPU or CUDA settings (float32 on a CPU; bfloat16, activation
+checkpointing and colocated vLLM on a GPU) and splits a step's batch into passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from functools import partial
+from typing import Any, Mapping
+
+from conductor_env.envs.setup import EnvSetup
+
+#: The settings that describe the env (flat, as profiles and the command line give them).
+ENV_SETTINGS = ("env", "pool", "split", "env_options", "suite_options")
+#: The default env of a recipe, as flat settings.
+DEFAULT_ENV = {"env": "Conductor-RG-v0", "pool": "simulated", "split": "train"}
+
+
+def _default_setup() -> EnvSetup:
+    return EnvSetup.from_id(DEFAULT_ENV["env"], pool=DEFAULT_ENV["pool"], split=DEFAULT_ENV["split"])
+
+
+@dataclass
+class GRPORecipe:
+    """Everything a GRPO run needs; the defaults are the paper's.
+
+    Attributes:
+        model: A local model name (``gemma3-270m``), a model folder or a hub id.
+        setup: The env to train on (id, pool, training split, suite and env options); the
+            held-out evaluation uses the same setup on ``heldout_split``.
+        problems: Use at most this many problems (``None``: the whole split).
+        balance_domains: Feed the questions in a fixed round-robin order over the domains instead
+            of TRL's shuffle, so each step (``questions_per_step`` a multiple of the number of
+            domains) holds every domain equally. Not in the paper; on a small mixed-domain
+            suite it steadied the CPU learning runs in BENCHMARKS.md.
+        prompt: ``"full"`` (the env's Conductor prompt, the paper's) or ``"compact"`` (see
+            :func:`compact_prompt`; cheaper for small models after a format warm start).
+        output_dir: Where checkpoints, the final model and ``rewards.json`` go.
+        max_steps: Optimizer steps.
+        questions_per_step: Distinct questions per step.
+        num_generations: Samples per question (the GRPO group).
+        per_device_batch_size: Completions per forward/backward pass (default: the largest
+            divisor of the step's batch that is at most 8); gradient accumulation covers the rest.
+        learning_rate, lr_scheduler_type, warmup_ratio: The optimiser schedule.
+        epsilon: PPO-style clip range.
+        beta: KL coefficient (0: no reference model).
+        loss_type: TRL loss aggregation (``bnpo`` in the paper).
+        scale_rewards: ``group`` (on, the paper), ``batch`` or ``none``.
+        max_completion_length: Conductor output limit in tokens.
+        temperature: Sampling temperature of the Conductor.
+        round_discount: Discount of the round credit when ``max_rounds > 1``.
+        lora_r: LoRA rank (0: full fine-tuning).
+        lora_alpha: LoRA alpha.
+        lora_top_layers: Adapt only the top N transformer layers (``None``: all; a cheaper
+            backward pass on a CPU). Also used by the format warm start.
+        use_vllm: ``None``: vLLM (colocated) when CUDA and vLLM are available.
+        format_warmup_steps: Steps of supervised warm start on rendered valid workflows before
+            GRPO (0: none, as in the paper); see :mod:`conductor_env.agents.warmstart`.
+        format_warmup_lr: Learning rate of that warm start.
+        format_warmup_subtask: The warm start targets' one instruction (``None``: the warm
+            start's default; a shorter one means shorter, cheaper completions).
+        format_warmup_preamble: Write ``Domain: <domain>.`` before the warm start targets' lists
+            (it teaches the format and to name the domain, not the routing).
+        heldout_questions: Questions of ``heldout_split`` on which the model is evaluated before
+            and after GRPO (0: no held-out evaluation, as in the paper).
+        heldout_split: The held-out split.
+        heldout_samples: Sampled actions per held-out question.
+        seed: Seed of the dataset's episode seeds and of the trainer.
+        logging_steps: Log every this many steps.
+        save_steps: Save a checkpoint every this many steps (0: only the final model).
+        trainer_options: Extra :class:`trl.GRPOConfig` fields.
+    """
+
+    model: str = "gemma3-270m"
+    setup: EnvSetup = field(default_factory=_default_setup)
+    problems: int | None = None
+    balance_domains: bool = False
+    prompt: str = "full"
+    output_dir: str = "runs/grpo"
+    max_steps: int = 200
+    questions_per_step: int = 4
+    num_generations: int = 64
+    per_device_batch_size: int | None = None
+    learning_rate: float = 1e-6
+    lr_scheduler_type: str = "cosine"
+    warmup_ratio: float = 0.03
+    epsilon: float = 0.2
+    beta: float = 0.0
+    loss_type: str = "bnpo"
+    scale_rewards: str = "group"
+    max_completion_length: int = 1024
+    temperature: float = 1.0
+    round_discount: float = 0.25
+    lora_r: int = 0
+    lora_alpha: int = 32
+    lora_top_layers: int | None = None
+    use_vllm: bool | None = None
+    format_warmup_steps: int = 0
+    format_warmup_lr: float = 1e-3
+    format_warmup_subtask: str | None = None
+    format_warmup_preamble: bool = False
+    heldout_questions: int = 0
+    heldout_split: str = "validation"
+    heldout_samples: int = 2
+    seed: int = 0
+    logging_steps: int = 1
+    save_steps: int = 0
+    trainer_options: dict[str, Any] = field(default_factory=dict)
+
+
+def recipe_from_settings(settings: Mapping[str, Any]) -> GRPORecipe:
+    """Builds a recipe from flat settings (a profile merged with command-line flags).
+
+    The env settings (``env``, ``pool``, ``split``, ``env_options``, ``suite_options``) become
+    the recipe's :class:`EnvSetup`; the rest are recipe fields.
+
+    Raises:
+        EnvOptionError: For an unknown or bad env option.
+        SetupError: For an env id that is not a Conductor env.
+    """
+    rest = {k: v for k, v in settings.items() if k not in ENV_SETTINGS}
+    env = settings.get("env", DEFAULT_ENV["env"])
+    build = EnvSetup.from_id if env.startswith("Conductor-") else partial(EnvSetup.from_kwargs, suite=env)
+    setup = build(
+        pool=settings.get("pool", DEFAULT_ENV["pool"]),
+        split=settings.get("split", DEFAULT_ENV["split"]),
+        suite_options=dict(settings.get("suite_options") or {}),
+        options=dict(settings.get("env_options") or {}),
+        **({"env_id": env} if env.startswith("Conductor-") else {}),
+    )
+    known = {f.name for f in fields(GRPORecipe)}
+    return GRPORecipe(setup=setup, **{k: v for k, v in rest.items() if k in known})
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _vllm_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("vllm") is not None
+
+
+def _batch_size(total: int, requested: int | None) -> int:
+    if requested is not None:
+        if total % requested:
+            raise ValueError(f"per_device_batch_size {requested} must divide questions_per_step x num_generations = {total}")
+        return requested
+    return max(d for d in range(1, min(8, total) + 1) if total % d == 0)
+
+
+def grpo_config(recipe: GRPORecipe) -> Any:
+    """Returns the :class:`trl.GRPOConfig` of a recipe (CPU or CUDA settings picked here).
+
+    One optimizer step consumes one generation batch of ``questions_per_step x num_generations``
+    completions, split into passes of ``per_device_batch_size`` with gradient accumulation.
+    """
+    from trl import GRPOConfig
+
+    if recipe.num_generations < 2:
+        raise ValueError("GRPO needs num_generations >= 2 (the group baseline)")
+    if recipe.questions_per_step < 1 or recipe.max_steps < 1:
+        raise ValueError("questions_per_step and max_steps must be >= 1")
+    total = recipe.questions_per_step * recipe.num_generations
+    batch = _batch_size(total, recipe.per_device_batch_size)
+    cuda = _cuda()
+    use_vllm = (cuda and _vllm_available()) if recipe.use_vllm is None else recipe.use_vllm
+    if use_vllm and not cuda:
+        raise ValueError("use_vllm needs a CUDA GPU; leave use_vllm unset to pick it automatically")
+    options: dict[str, Any] = dict(
+        output_dir=recipe.output_dir,
+        max_steps=recipe.max_steps,
+        per_device_train_batch_size=batch,
+        gradient_accumulation_steps=total // batch,
+        num_generations=recipe.num_generations,
+        learning_rate=recipe.learning_rate,
+        lr_scheduler_type=recipe.lr_scheduler_type,
+        warmup_steps=recipe.warmup_ratio,  # a float in [0, 1) is a ratio of the total steps
+        epsilon=recipe.epsilon,
+        beta=recipe.beta,
+        loss_type=recipe.loss_type,
+        scale_rewards=recipe.scale_rewards,
+        max_completion_length=recipe.max_completion_length,
+        temperature=recipe.temperature,
+        use_cpu=not cuda,
+        bf16=cuda,
+        activation_checkpointing=cuda,  # saves GPU memory; on a CPU it only costs time
+        use_vllm=use_vllm,
+        logging_steps=recipe.logging_steps,
+        save_strategy="steps" if recipe.save_steps else "no",
+        seed=recipe.seed,
+        report_to="none",
+    )
+    if recipe.save_steps:
+        options["save_steps"] = recipe.save_steps
+    if recipe.balance_domains:
+        options["shuffle_dataset"] = False  # keep build_dataset's round-robin order
+    if use_vllm:
+        options["vllm_mode"] = "colocate"
+    if cuda:
+        options["model_init_kwargs"] = {"dtype": "bfloat16"}
+    options.update(recipe.trainer_options)
+    return GRPOConfig(**options)

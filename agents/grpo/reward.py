@@ -1,0 +1,216 @@
+"""The TRL reward function over completions: each completion is played as a Conductor episode.
+
+:class:`EnvFactory` builds the envs (one per completion, sharing one suite and one pool);
+:class:`ConductorReward` resets them to the dataset row's problem and episode seed, steps them
+concurrently on the package's event loop and returns the env's reward, ``None`` for an infra
+error (TRL leaves such a row out of the group baseline), and the paper's discounted round credit
+when later rounds or self-call frames come from a follow-up policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from conductor_env.agents.base import Policy
+from conductor_env.agents.episode import PlayedEpisode, PolicyBatcher, play
+from conductor_env.env import ConductorEnv
+from conductor_env.envs.setup import EnvSetup
+from conductor_env.event_loop import run_sync
+from conductor_env.tasks.public_tests import check_training_use
+
+#: The name TRL logs the env's reward under (``rewards/conductor_env/mean``).
+REWARD_NAME = "conductor_env"
+
+
+class EnvFactory:
+    """Builds the training envs of one :class:`EnvSetup`, sharing one suite and one worker pool.
+
+    One env per completion lets a whole GRPO batch step concurrently; sharing the suite and the
+    pool means one loaded dataset, one set of worker clients and one local model, however many
+    envs there are.
+
+    Args:
+        setup: The env to train on.
+
+    Every env it builds is for training, so a split holding problems graded only on public
+    tests (LiveCodeBench rows without private tests) is refused unless the suite was given
+    ``allow_public_only=True`` (then it warns once).
+
+    Raises:
+        PublicOnlyError: For public-only problems without the opt-in (a ``SuiteError``).
+    """
+
+    def __init__(self, setup: EnvSetup) -> None:
+        self.setup = setup
+        self.parts = setup.build()
+        try:
+            shown_split = setup.split or self.parts.suite.default_split
+            check_training_use(self.parts.suite, self.parts.suite.problems(setup.split), what=f"training on {setup.env_id} split {shown_split!r}")
+        except BaseException:
+            self.parts.close()
+            raise
+
+    @property
+    def suite(self) -> Any:
+        """The shared suite."""
+        return self.parts.suite
+
+    @property
+    def pool(self) -> Any:
+        """The shared pool."""
+        return self.parts.pool
+
+    @property
+    def split(self) -> str | None:
+        """The split the envs draw from."""
+        return self.setup.split
+
+    def __call__(self) -> ConductorEnv:
+        """Returns a new env over the shared suite and pool (closing it leaves them open: call :meth:`close`)."""
+        return self.setup.make(self.parts)
+
+    def close(self) -> None:
+        """Closes the shared pool and suite."""
+        self.parts.close()
+
+
+def completion_text(completion: Any) -> str:
+    """Returns the text of a TRL completion (a string, or a list of chat messages)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list):
+        return "".join(str(m.get("content", "")) for m in completion if isinstance(m, dict) and m.get("role", "assistant") == "assistant")
+    return str(completion)
+
+
+@dataclass
+class EpisodeRecord:
+    """What one rewarded completion did (kept by :class:`ConductorReward` for analysis)."""
+
+    step: int
+    problem_id: str
+    action: str
+    reward: float | None
+    raw_reward: float
+    parse_error: str | None
+    correct: bool
+    infra_error: str | None
+    cost_usd: float
+    turns: int
+
+
+class ConductorReward:
+    """A TRL reward function that plays each completion as the action of a Conductor episode.
+
+    Args:
+        factory: Builds the envs (one per completion of a batch, reused across batches).
+        followup: The policy writing later actions (next rounds, self-call frames); ``None``
+            means the trained model once :meth:`attach` is called. Only needed with
+            ``max_rounds > 1`` or ``self_call=True``.
+        max_followups: Most follow-up actions per episode before it is given up as unscorable.
+
+    Call signature (TRL's): ``reward(prompts=..., completions=..., problem_id=[...],
+    episode_seed=[...], **kwargs) -> list[float | None]``.
+    """
+
+    __name__ = REWARD_NAME
+
+    def __init__(self, factory: EnvFactory, *, followup: Policy | None = None, max_followups: int = 16) -> None:
+        self.factory = factory
+        self.followup = followup
+        self.max_followups = max_followups
+        self.records: list[EpisodeRecord] = []
+        self._envs: list[ConductorEnv] = []
+        self._calls = 0
+
+    def attach(self, policy: Policy) -> None:
+        """Sets the follow-up policy when none was given (the trainer sets the trained model)."""
+        if self.followup is None:
+            self.followup = policy
+
+    def _env_batch(self, count: int) -> list[ConductorEnv]:
+        while len(self._envs) < count:
+            self._envs.append(self.factory())
+        return self._envs[:count]
+
+    def __call__(
+        self,
+        prompts: Sequence[Any] | None = None,
+        completions: Sequence[Any] = (),
+        problem_id: Sequence[str] = (),
+        episode_seed: Sequence[int] = (),
+        log_metric: Callable[[str, float], None] | None = None,
+        **_: Any,
+    ) -> list[float | None]:
+        """Returns one reward per completion (``None`` for an infra error)."""
+        actions = [completion_text(c) for c in completions]
+        if not (len(actions) == len(problem_id) == len(episode_seed)):
+            raise ValueError(
+                "ConductorReward needs the dataset columns problem_id and episode_seed for every completion; "
+                "build the dataset with conductor_env.agents.grpo.build_dataset"
+            )
+        envs = self._env_batch(len(actions))
+        outcomes = self._play(envs, actions, [str(p) for p in problem_id], [int(s) for s in episode_seed])
+        step = self._calls
+        self._calls += 1
+        rewards: list[float | None] = []
+        for pid, action, (reward, info, turns) in zip(problem_id, actions, outcomes):
+            rewards.append(reward)
+            self.records.append(
+                EpisodeRecord(
+                    step=step,
+                    problem_id=str(pid),
+                    action=action[:4000],
+                    reward=reward,
+                    raw_reward=float(info.get("round_rewards", [0.0])[0]) if info.get("round_rewards") else 0.0,
+                    parse_error=info.get("parse_error") or None,
+                    correct=bool(info.get("correct")),
+                    infra_error=info.get("infra_error") or None,
+                    cost_usd=float(info.get("cost_usd", 0.0)),
+                    turns=turns,
+                )
+            )
+        if log_metric is not None:
+            scored = [r for r in self.records[-len(actions) :] if r.reward is not None]
+            log_metric("conductor/parse_rate", sum(r.parse_error is None for r in scored) / max(1, len(scored)))
+            log_metric("conductor/accuracy", sum(r.correct for r in scored) / max(1, len(scored)))
+            log_metric("conductor/infra_errors", float(len(actions) - len(scored)))
+            log_metric("conductor/cost_usd", sum(r.cost_usd for r in scored) / max(1, len(scored)))
+        return rewards
+
+    def _play(
+        self, envs: list[ConductorEnv], actions: list[str], problem_ids: list[str], seeds: list[int]
+    ) -> list[tuple[float | None, dict[str, Any], int]]:
+        followup = PolicyBatcher(self.followup) if self.followup is not None else None
+
+        async def play_all() -> list[PlayedEpisode]:
+            return list(await asyncio.gather(*(
+                play(env, followup, seed=seed, reset_options={"problem_id": pid}, first_action=action, max_actions=self.max_followups + 1)
+                for env, action, pid, seed in zip(envs, actions, problem_ids, seeds)
+            )))
+
+        return [self._outcome(played) for played in run_sync(play_all())]
+
+    @staticmethod
+    def _outcome(played: PlayedEpisode) -> tuple[float | None, dict[str, Any], int]:
+        """The reward of a played episode, its last ``info`` and the actions it took.
+
+        The reward is ``None`` (not scored) for an outage, an episode the env or the follow-up
+        policy failed in, and one still unfinished after ``max_followups``.
+        """
+        info = dict(played.final[4]) if played.final is not None else {}
+        if not played.finished:
+            info["infra_error"] = info.get("infra_error") or played.error or "the episode did not finish"
+            return None, info, played.actions
+        if info.get("infra_error"):
+            return None, info, played.actions
+        reward = played.final[1] if played.final is not None else 0.0
+        credit = info.get("round_credit") or [reward]
+        return float(credit[0]), info, played.actions
+
+    def close(self) -> None:
+        """Closes the shared suite and pool."""
+        self._envs.clear()
+        self.factory.close()

@@ -1,0 +1,97 @@
+"""What a GRPO run leaves behind: the saved Conductor folder, its ``conductor.json``, and the run's
+summary (:class:`GRPORun`, written as ``rewards.json``).
+
+A saved Conductor is a plain ``transformers`` model folder; :data:`CONDUCTOR_CONFIG` beside it
+tells ``llm:<folder>`` (:mod:`conductor_env.agents.llm`) how it was trained to be prompted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from conductor_env.agents.grpo.recipe import GRPORecipe
+from conductor_env.agents.grpo.reward import REWARD_NAME, EpisodeRecord
+
+
+@dataclass
+class GRPORun:
+    """The outcome of :func:`train_grpo`.
+
+    Attributes:
+        rewards: Mean env reward of each optimizer step (TRL's logged ``reward``).
+        log_history: TRL's full log.
+        final_dir: Where the final model and tokenizer were saved (with LoRA, the adapter is
+            merged in, so the folder loads on its own: ``--policy llm:<final_dir>``).
+        records: Every rewarded episode.
+        heldout_before: Held-out mean reward before GRPO (after any warm start), when measured.
+        heldout_after: Held-out mean reward after GRPO, when measured.
+        curve_path: The reward curve PNG, when drawn.
+        warnings: The progress warnings printed during the run.
+    """
+
+    rewards: list[float]
+    log_history: list[dict[str, Any]]
+    final_dir: str
+    records: list[EpisodeRecord]
+    heldout_before: Any = None
+    heldout_after: Any = None
+    curve_path: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns a JSON-friendly summary."""
+        return {
+            "rewards": self.rewards,
+            "final_dir": self.final_dir,
+            "heldout_before": asdict(self.heldout_before) if self.heldout_before is not None else None,
+            "heldout_after": asdict(self.heldout_after) if self.heldout_after is not None else None,
+            "warnings": self.warnings,
+            "log_history": self.log_history,
+            "episodes": [asdict(r) for r in self.records],
+        }
+
+
+#: The file beside a saved Conductor that tells ``llm:<folder>`` how it was trained.
+CONDUCTOR_CONFIG = "conductor.json"
+
+
+def conductor_config(recipe: GRPORecipe) -> dict[str, Any]:
+    """Returns what a saved Conductor needs to act as it was trained: its prompt and output limit,
+    and the env it was trained against (for the ``conductor-env eval`` line)."""
+    return {
+        "prompt": recipe.prompt,
+        "max_new_tokens": recipe.max_completion_length,
+        "env": recipe.setup.env_id,
+        "pool": recipe.setup.pool if isinstance(recipe.setup.pool, str) else getattr(recipe.setup.pool, "name", None),
+        "env_options": recipe.setup.options.changed(),
+        "suite_options": dict(recipe.setup.suite_options),
+    }
+
+
+def save_conductor(trainer: Any, recipe: GRPORecipe, final_dir: Path) -> None:
+    """Saves the trained Conductor as a standalone model folder with its :data:`CONDUCTOR_CONFIG`.
+
+    A LoRA run's adapter is merged into its base (which may be a warm-started model that exists
+    only in memory), so the folder is a plain ``transformers`` model the ``local`` backend loads.
+    """
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if hasattr(model, "merge_and_unload"):
+        model.merge_and_unload().save_pretrained(str(final_dir))
+    else:
+        trainer.save_model(str(final_dir))
+    trainer.processing_class.save_pretrained(str(final_dir))
+    (final_dir / CONDUCTOR_CONFIG).write_text(json.dumps(conductor_config(recipe), indent=1, default=str), encoding="utf-8")
+
+
+def logged_rewards(log_history: Sequence[dict[str, Any]]) -> list[float]:
+    """Returns the per-step mean env reward TRL logged, skipping steps with no scorable sample."""
+    values = []
+    for entry in log_history:
+        value = entry.get(f"rewards/{REWARD_NAME}/mean", entry.get("reward"))
+        if isinstance(value, (int, float)) and not math.isnan(value):
+            values.append(float(value))
+    return values

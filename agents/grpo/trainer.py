@@ -1,0 +1,248 @@
+"""The GRPO trainer: a :class:`trl.GRPOTrainer` wired to a Conductor env, and a whole training run.
+
+:func:`build_trainer` puts the pieces together (the env factory, the dataset, the reward
+function, the model and its LoRA config, the TRL config) and lets the trained model write the
+later actions of multi-round episodes. :func:`train_grpo` runs it end to end: an optional format
+warm start (:mod:`conductor_env.agents.warmstart`), an optional held-out evaluation before and
+after (:mod:`conductor_env.agents.heldout`), the training with an optional progress bar
+(:mod:`conductor_env.agents.progress`), and the saved Conductor with its reward curve.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from conductor_env.agents.base import Policy
+from conductor_env.agents.grpo.data import build_dataset
+from conductor_env.agents.grpo.model import ModelPolicy, load_tokenizer, lora_config, resolve_model_path, score_only_completions_on_cpu
+from conductor_env.agents.grpo.prompts import PromptBuilder, prompt_builder_of
+from conductor_env.agents.grpo.recipe import GRPORecipe, grpo_config
+from conductor_env.envs.setup import EnvSetup
+from conductor_env.agents.grpo.reward import ConductorReward, EnvFactory
+from conductor_env.agents.grpo.saving import GRPORun, logged_rewards, save_conductor
+
+logger = logging.getLogger(__name__)
+
+
+def _setup(recipe: GRPORecipe, split: str | None) -> EnvSetup:
+    """The recipe's env on ``split``, with the recipe's round discount unless its options set one."""
+    setup = recipe.setup.replace(split=split)
+    if "round_discount" not in setup.options.changed():
+        setup = setup.replace(round_discount=recipe.round_discount)
+    return setup
+
+
+def build_trainer(
+    recipe: GRPORecipe,
+    *,
+    factory: EnvFactory | None = None,
+    dataset: Any = None,
+    followup: Policy | None = None,
+    callbacks: Sequence[Any] = (),
+    model: Any = None,
+) -> tuple[Any, ConductorReward]:
+    """Builds a :class:`trl.GRPOTrainer` wired to a Conductor env.
+
+    Args:
+        recipe: The run's settings.
+        factory: The env factory (default: built from the recipe).
+        dataset: The training dataset (default: :func:`build_dataset` over the recipe's split).
+        followup: The policy for later rounds/frames (default: the trained model).
+        callbacks: Extra ``transformers`` trainer callbacks.
+        model: A loaded model to train instead of ``recipe.model`` (e.g. after a warm start).
+
+    Returns:
+        The trainer and its reward function (whose ``records`` hold every rewarded episode).
+    """
+    from trl import GRPOTrainer
+
+    score_only_completions_on_cpu()
+    factory = factory or EnvFactory(_setup(recipe, recipe.setup.split))
+    prompt_builder = prompt_builder_of(recipe.prompt)
+    if dataset is None:
+        dataset = build_dataset(
+            factory, limit=recipe.problems, seed=recipe.seed, prompt_builder=prompt_builder, balance_domains=recipe.balance_domains
+        )
+    if recipe.balance_domains:
+        domains = len(set(dataset["domain"]))
+        if recipe.questions_per_step % domains:
+            logger.warning("balance_domains: %d questions per step do not split evenly over %d domains", recipe.questions_per_step, domains)
+    model_path = resolve_model_path(recipe.model)
+    tokenizer = load_tokenizer(model_path)
+    reward = ConductorReward(factory, followup=followup)
+    peft_config = None
+    if recipe.lora_r > 0:
+        peft_config = lora_config(model_path, r=recipe.lora_r, alpha=recipe.lora_alpha, top_layers=recipe.lora_top_layers)
+    trainer = GRPOTrainer(
+        model=model if model is not None else model_path,
+        reward_funcs=reward,
+        args=grpo_config(recipe),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=list(callbacks) or None,
+    )
+    reward.attach(
+        ModelPolicy(
+            trainer.accelerator.unwrap_model(trainer.model),
+            tokenizer,
+            max_new_tokens=recipe.max_completion_length,
+            temperature=recipe.temperature,
+            name="trained-model",
+            prompt_builder=prompt_builder,
+        )
+    )
+    return trainer, reward
+
+
+
+def train_grpo(
+    recipe: GRPORecipe,
+    *,
+    callbacks: Sequence[Any] = (),
+    followup: Policy | None = None,
+    progress: bool = False,
+    say: Callable[[str], None] | None = None,
+) -> GRPORun:
+    """Runs a whole GRPO training (optionally after a format warm start) and saves the result.
+
+    Args:
+        recipe: The settings (paper defaults).
+        callbacks: Extra trainer callbacks.
+        followup: The policy for later rounds/frames (default: the trained model).
+        progress: Show a rich progress bar per step with the reward, parse rate and share of
+            identical-reward groups, and warn when the run stops carrying a learning signal
+            (:mod:`conductor_env.agents.progress`), instead of TRL's bar and log lines.
+        say: Prints a line at each phase (warm start, held-out evaluation, saving); ``None``: quiet.
+
+    Returns:
+        The reward curve, TRL's log, the final model folder, every rewarded episode and the
+        held-out figures; the same summary is written to ``<output_dir>/rewards.json`` and the
+        curve to ``<output_dir>/reward_curve.png``.
+    """
+    tell = say or (lambda line: None)
+    factory = EnvFactory(_setup(recipe, recipe.setup.split))
+    heldout_factory = None
+    try:
+        prompt_builder = prompt_builder_of(recipe.prompt)
+        model = _format_warm_start(recipe, factory, prompt_builder, progress=progress, tell=tell) if recipe.format_warmup_steps > 0 else None
+        trainer, reward = build_trainer(recipe, factory=factory, followup=followup, callbacks=callbacks, model=model)
+        model = None  # the trainer holds it now
+        bar = _use_rich_progress(trainer, recipe.max_steps) if progress else None
+        before = after = None
+        if recipe.heldout_questions > 0:
+            heldout_factory = EnvFactory(_setup(recipe, recipe.heldout_split))
+            rows = _heldout_rows(recipe, heldout_factory, prompt_builder)
+            tell(f"held-out reward before GRPO: {len(rows)} {recipe.heldout_split} questions x {recipe.heldout_samples} samples")
+            before = _evaluate_heldout(trainer, recipe, heldout_factory, rows)
+            tell(f"held-out before GRPO: mean reward {before.mean_reward:.3f}, parse rate {before.parse_rate:.0%}")
+        try:
+            trainer.train()
+        finally:
+            if bar is not None:
+                bar.close()
+        if heldout_factory is not None:
+            after = _evaluate_heldout(trainer, recipe, heldout_factory, rows)
+            tell(f"held-out after GRPO: mean reward {after.mean_reward:.3f}, parse rate {after.parse_rate:.0%}")
+        return _save_run(trainer, reward, recipe, before=before, after=after, bar=bar)
+    finally:
+        factory.close()
+        if heldout_factory is not None:
+            heldout_factory.close()
+
+
+def _format_warm_start(
+    recipe: GRPORecipe, factory: EnvFactory, prompt_builder: PromptBuilder, *, progress: bool, tell: Callable[[str], None]
+) -> Any:
+    """Runs the recipe's supervised format warm start and returns the warm-started model."""
+    from conductor_env.agents.warmstart import WARM_START_SUBTASK, format_warm_start
+
+    tell(f"format warm start: {recipe.format_warmup_steps} supervised steps on rendered workflows")
+    warm_bar = None
+    if progress:
+        from conductor_env.agents.progress import StepBar
+
+        warm_bar = StepBar("warm start", recipe.format_warmup_steps)
+    try:
+        return format_warm_start(
+            resolve_model_path(recipe.model),
+            factory,
+            steps=recipe.format_warmup_steps,
+            learning_rate=recipe.format_warmup_lr,
+            lora_top_layers=recipe.lora_top_layers,
+            seed=recipe.seed,
+            limit=recipe.problems,
+            prompt_builder=prompt_builder,
+            subtask=recipe.format_warmup_subtask or WARM_START_SUBTASK,
+            preamble=(lambda info: f"Domain: {info['domain']}.") if recipe.format_warmup_preamble else None,
+            on_step=warm_bar.step if warm_bar is not None else None,
+        )
+    finally:
+        if warm_bar is not None:
+            warm_bar.close()
+
+
+def _use_rich_progress(trainer: Any, max_steps: int) -> Any:
+    """Replaces TRL's progress bar and log lines with a :class:`~conductor_env.agents.progress.RichProgress`."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    from conductor_env.agents.progress import RichProgress
+
+    trainer.remove_callback(ProgressCallback)
+    trainer.remove_callback(PrinterCallback)
+    bar = RichProgress(max_steps)
+    trainer.add_callback(bar)
+    return bar
+
+
+def _heldout_rows(recipe: GRPORecipe, heldout_factory: EnvFactory, prompt_builder: PromptBuilder) -> list[dict[str, Any]]:
+    """The held-out questions, the same before and after GRPO."""
+    from conductor_env.agents.heldout import heldout_rows
+
+    return heldout_rows(heldout_factory, recipe.heldout_questions, prompt_builder)
+
+
+def _evaluate_heldout(trainer: Any, recipe: GRPORecipe, heldout_factory: EnvFactory, rows: list[dict[str, Any]]) -> Any:
+    """Plays the trainer's current model on the held-out rows (a :class:`~conductor_env.agents.heldout.HeldOut`)."""
+    from conductor_env.agents.heldout import evaluate_heldout
+
+    return evaluate_heldout(
+        trainer.model, trainer.processing_class, heldout_factory, rows, samples=recipe.heldout_samples,
+        max_new_tokens=recipe.max_completion_length, temperature=recipe.temperature,
+    )
+
+
+def _save_run(trainer: Any, reward: ConductorReward, recipe: GRPORecipe, *, before: Any, after: Any, bar: Any) -> GRPORun:
+    """Saves the trained Conductor, draws the reward curve and writes ``rewards.json``."""
+    output = Path(recipe.output_dir)
+    final_dir = output / "final"
+    save_conductor(trainer, recipe, final_dir)
+    rewards = logged_rewards(trainer.state.log_history)
+    curve_path = None
+    if rewards:
+        from conductor_env.agents.progress import plot_reward_curve
+
+        curve_path = str(
+            plot_reward_curve(
+                rewards,
+                output / "reward_curve.png",
+                heldout_before=before.mean_reward if before else None,
+                heldout_after=after.mean_reward if after else None,
+                title=f"GRPO on {recipe.setup.env_id}: {Path(str(recipe.model)).name}",
+            )
+        )
+    run = GRPORun(
+        rewards=rewards,
+        log_history=list(trainer.state.log_history),
+        final_dir=str(final_dir),
+        records=list(reward.records),
+        heldout_before=before,
+        heldout_after=after,
+        curve_path=curve_path,
+        warnings=list(bar.warnings) if bar is not None else [],
+    )
+    (output / "rewards.json").write_text(json.dumps(run.to_json(), indent=1, default=str), encoding="utf-8")
+    return run
