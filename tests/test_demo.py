@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conductor_env.evaluation.demo import DEMO_POLICIES
+from conductor_env.cli.demo import DEMO_POLICIES
 
 pytestmark = pytest.mark.slow
 

@@ -85,8 +85,8 @@ def report_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         FixedPolicy("uses-down-worker", 'model_id = [2]\nsubtasks = ["Solve."]\naccess_list = [[]]'),
     ]
     retry = RetryPolicy(max_attempts=2, base_delay_s=0.001, max_delay_s=0.002)
-    evaluate(EvalConfig(RG, pool=pool(), n=6, concurrency=6, env_options={"retry": retry}), policies, str(first))
-    evaluate(EvalConfig(RG, pool=pool(), n=3, concurrency=3, env_options={"self_call": True, "max_rounds": 2, "retry": retry}), [Recursive()], str(second))
+    evaluate(EvalConfig.for_id(RG, pool=pool(), n=6, concurrency=6, env_options={"retry": retry}), policies, str(first))
+    evaluate(EvalConfig.for_id(RG, pool=pool(), n=3, concurrency=3, env_options={"self_call": True, "max_rounds": 2, "retry": retry}), [Recursive()], str(second))
     text = (first / "results.jsonl").read_text() + (second / "results.jsonl").read_text()
     (combined / "results.jsonl").write_text(text)
     return combined
@@ -138,7 +138,7 @@ def test_filters_and_self_call_frames_reach_the_page(report_folder: Path) -> Non
 
 def test_episodes_graded_on_public_tests_only_are_marked(tmp_path: Path) -> None:
     rows = Path(__file__).parent / "fixtures" / "lcb" / "lcb_public_only.jsonl"
-    config = EvalConfig("Conductor-LCB-v0", pool=pool(), n=2, concurrency=2, sandbox="local", suite_options={"data_files": str(rows)})
+    config = EvalConfig.for_id("Conductor-LCB-v0", pool=pool(), n=2, concurrency=2, sandbox="local", suite_options={"data_files": str(rows)})
     evaluate(config, [FixedPolicy("single", 'model_id = [0]\nsubtasks = ["Solve."]\naccess_list = [[]]')], str(tmp_path))
     rendered = render_page(build_report(tmp_path).html_path)
     assert rendered.errors == [], rendered.console

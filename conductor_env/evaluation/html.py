@@ -35,6 +35,20 @@ def _script_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str).replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
+def _plot_image(plot_png: bytes | None) -> str:
+    """The inline ``<img>`` of the accuracy-versus-cost plot, or nothing without one."""
+    if not plot_png:
+        return ""
+    return f'<img class="plot" alt="accuracy versus cost" src="data:image/png;base64,{base64.b64encode(plot_png).decode("ascii")}">'
+
+
+def _public_only_note(summaries: Sequence[PolicySummary]) -> str:
+    """The warning shown when some policy was graded on public tests only, else nothing."""
+    if not any(s.public_only for s in summaries):
+        return ""
+    return f'<p class="public-only-note">{html.escape(PUBLIC_ONLY_NOTE)} (the "graded on" column says which policies).</p>'
+
+
 def render_report_html(
     records: Iterable[dict[str, Any]],
     summaries: Sequence[PolicySummary],
@@ -58,19 +72,11 @@ def render_report_html(
     ordered = sorted(records, key=lambda r: (int(r.get("problem_index") or 0), int(r.get("sample") or 0), rank.get(str(r.get("policy")), len(rank))))
     episodes = [{k: record.get(k) for k in VIEWER_FIELDS} for record in ordered]
     data = {"episodes": episodes, "summaries": [s.to_dict() for s in summaries]}
-    image = (
-        f'<img class="plot" alt="accuracy versus cost" src="data:image/png;base64,{base64.b64encode(plot_png).decode("ascii")}">'
-        if plot_png
-        else ""
-    )
+    image = _plot_image(plot_png)
     envs = sorted({s.env_id for s in summaries})
     pools = sorted({s.pool for s in summaries})
     subtitle = f"{len(episodes)} episodes · env {', '.join(envs) or '-'} · pool {', '.join(pools) or '-'}"
-    public_only = (
-        f'<p class="public-only-note">{html.escape(PUBLIC_ONLY_NOTE)} (the "graded on" column says which policies).</p>'
-        if any(s.public_only for s in summaries)
-        else ""
-    )
+    public_only = _public_only_note(summaries)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>

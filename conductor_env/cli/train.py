@@ -7,7 +7,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from conductor_env.cli import UsageError
+from conductor_env.cli.common import UsageError
 
 #: Recipe fields set from same-named command-line flags (``--max-steps`` -> ``max_steps``).
 _RECIPE_FLAGS = (
@@ -21,10 +21,10 @@ _RECIPE_FLAGS = (
 
 def _default(name: str) -> str:
     """The help text's defaults of a recipe flag under each profile."""
-    from conductor_env.agents.grpo import GRPORecipe
+    from conductor_env.agents.grpo.recipe import DEFAULT_ENV, GRPORecipe
     from conductor_env.agents.profiles import CPU_PROFILE
 
-    gpu = getattr(GRPORecipe(), name)
+    gpu = DEFAULT_ENV[name] if name in DEFAULT_ENV else getattr(GRPORecipe(), name)
     cpu = CPU_PROFILE.settings.get(name, gpu)
     return f"default: {gpu}" if cpu == gpu else f"default: gpu {gpu}, cpu {cpu}"
 
@@ -49,9 +49,15 @@ def register(subparsers: Any) -> None:
             "held-out evaluation before and after. Any flag overrides its profile's value."
         ),
     )
+    grpo.add_argument("--profile", default=None, choices=sorted(PROFILES), help="settings profile (default: gpu when a CUDA GPU is present, else cpu)")
+    _add_recipe_arguments(grpo)
+    grpo.set_defaults(handler=run_grpo_command)
+
+
+def _add_recipe_arguments(grpo: argparse.ArgumentParser) -> None:
+    """Adds the ``train grpo`` flags that override the profile's recipe fields."""
     add = grpo.add_argument
     unset = argparse.SUPPRESS  # a flag not given leaves the profile's value
-    add("--profile", default=None, choices=sorted(PROFILES), help="settings profile (default: gpu when a CUDA GPU is present, else cpu)")
     add("--model", default=unset, help=f"local model name (see `conductor-env models`), model folder or hub id ({_default('model')})")
     add("--env", default=unset, help=f"gym id (Conductor-RG-v0, ...) or suite name ({_default('env')})")
     add("--pool", default=unset, help=f"worker pool preset or .toml path ({_default('pool')})")
@@ -92,7 +98,6 @@ def register(subparsers: Any) -> None:
     add("--logging-steps", type=int, default=unset, help=_default("logging_steps"))
     add("--save-steps", type=int, default=unset, help=f"checkpoint every N steps, 0: final model only ({_default('save_steps')})")
     add("--trainer-option", action="append", default=[], metavar="KEY=VALUE", help="extra trl.GRPOConfig field (repeatable; JSON values)")
-    grpo.set_defaults(handler=run_grpo_command)
 
 
 def _options(pairs: list[str], flag: str) -> dict[str, Any]:
@@ -106,13 +111,14 @@ def _options(pairs: list[str], flag: str) -> dict[str, Any]:
 
 
 def _cuda() -> bool:
+    """Whether torch sees a CUDA GPU."""
     import torch
 
     return torch.cuda.is_available()
 
 
 def recipe_from_args(args: argparse.Namespace, *, cuda: bool | None = None) -> Any:
-    """Returns the :class:`~conductor_env.agents.grpo.GRPORecipe` that parsed arguments describe.
+    """Returns the :class:`~conductor_env.agents.grpo.recipe.GRPORecipe` that parsed arguments describe.
 
     The profile (``--profile``, else :func:`~conductor_env.agents.profiles.choose_profile` by
     ``cuda``) gives the defaults; every flag given overrides its value.
@@ -124,29 +130,34 @@ def recipe_from_args(args: argparse.Namespace, *, cuda: bool | None = None) -> A
     Raises:
         UsageError: For malformed ``KEY=VALUE`` options, an unknown env option or profile.
     """
-    import inspect
-
-    from conductor_env.agents.grpo import GRPORecipe
+    from conductor_env.agents.grpo.recipe import DEFAULT_ENV, ENV_SETTINGS, GRPORecipe, recipe_from_settings
+    from conductor_env.agents.preflight import RecipeError, check_env
     from conductor_env.agents.profiles import choose_profile, recipe_settings
-    from conductor_env.env import ConductorEnv
+    from conductor_env.envs.setup import SetupError
+    from conductor_env.evaluation.setup import EvalConfigError, env_options_of
 
     env_options = _options(args.env_option, "--env-option")
-    accepted = set(inspect.signature(ConductorEnv.__init__).parameters) - {"self", "suite", "pool", "split", "suite_options"}
-    unknown = sorted(set(env_options) - accepted)
-    if unknown:
-        raise UsageError(f"unknown --env-option {unknown}; env options: {', '.join(sorted(accepted))}")
+    try:
+        env_options_of(env_options)
+    except EvalConfigError as error:
+        raise UsageError(str(error)) from error
     try:
         profile, _ = choose_profile(getattr(args, "profile", None), cuda=_cuda() if cuda is None else cuda)
     except ValueError as error:
         raise UsageError(str(error)) from error
-    known = {f.name for f in fields(GRPORecipe)}
+    known = {f.name for f in fields(GRPORecipe)} | set(ENV_SETTINGS)
     given = {name: getattr(args, name) for name in _RECIPE_FLAGS if name in known and hasattr(args, name)}
     if args.use_vllm is not None:
         given["use_vllm"] = args.use_vllm
     given["env_options"] = env_options
     given["suite_options"] = _options(args.suite_option, "--suite-option")
     given["trainer_options"] = _options(args.trainer_option, "--trainer-option")
-    return GRPORecipe(**recipe_settings(profile, given))
+    settings = recipe_settings(profile, given)
+    try:
+        check_env(settings.get("env", DEFAULT_ENV["env"]))
+        return recipe_from_settings(settings)
+    except (RecipeError, SetupError, ValueError) as error:
+        raise UsageError(str(error)) from error
 
 
 def eval_command(recipe: Any, final_dir: str) -> str:
@@ -154,8 +165,9 @@ def eval_command(recipe: Any, final_dir: str) -> str:
     import json
     import shlex
 
-    parts = ["conductor-env", "eval", "--env", recipe.env, "--pool", str(recipe.pool), "--split", recipe.heldout_split]
-    for flag, options in (("--env-option", recipe.env_options), ("--suite-option", recipe.suite_options)):
+    setup = recipe.setup
+    parts = ["conductor-env", "eval", "--env", setup.env_id, "--pool", str(setup.pool), "--split", recipe.heldout_split]
+    for flag, options in (("--env-option", setup.options.changed()), ("--suite-option", setup.suite_options)):
         for key, value in options.items():
             parts += [flag, f"{key}={json.dumps(value, separators=(',', ':'))}"]
     parts += ["--policy", f"llm:{final_dir}", "--n", "24", "--out", str(Path(recipe.output_dir) / "eval")]
@@ -165,20 +177,23 @@ def eval_command(recipe: Any, final_dir: str) -> str:
 def run_grpo_command(args: argparse.Namespace) -> int:
     """Runs ``conductor-env train grpo``: says which profile and why, checks the recipe before any
     model loads, trains with a progress bar, and prints the held-out figures and the eval line."""
-    from conductor_env.agents.grpo import train_grpo
+    from conductor_env.agents.grpo.trainer import train_grpo
     from conductor_env.agents.preflight import RecipeError, check_recipe
     from conductor_env.agents.profiles import choose_profile
 
     cuda = _cuda()
-    recipe = recipe_from_args(args, cuda=cuda)
-    _, line = choose_profile(args.profile, cuda=cuda)
+    try:
+        _, line = choose_profile(args.profile, cuda=cuda)
+    except ValueError as error:
+        raise UsageError(str(error)) from error
     print(line, flush=True)
+    recipe = recipe_from_args(args, cuda=cuda)
     try:
         check_recipe(recipe)
     except RecipeError as error:
         raise UsageError(str(error)) from error
     print(
-        f"training {recipe.model} on {recipe.env} (pool {recipe.pool}): {recipe.max_steps} steps of "
+        f"training {recipe.model} on {recipe.setup.env_id} (pool {recipe.setup.pool}): {recipe.max_steps} steps of "
         f"{recipe.questions_per_step} questions x {recipe.num_generations} samples -> {recipe.output_dir}",
         flush=True,
     )

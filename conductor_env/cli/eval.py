@@ -1,4 +1,4 @@
-"""The ``eval``, ``report`` and ``demo`` subcommands of ``conductor-env``."""
+"""``conductor-env eval``: policies on a suite and a pool, resumable, ending with a table."""
 
 from __future__ import annotations
 
@@ -8,17 +8,9 @@ from typing import Any, Sequence
 
 from rich.console import Console
 
-from conductor_env.cli import UsageError
+from conductor_env.cli.common import SANDBOXES, UsageError, output_console
 from conductor_env.evaluation.results import RESULTS_NAME
 from conductor_env.evaluation.setup import EvalConfigError
-
-SANDBOXES = ("docker", "local", "auto")
-
-
-def output_console() -> Console:
-    """Returns the console for tables: the terminal's width, or a wide one when piped to a file."""
-    console = Console()
-    return console if console.is_terminal else Console(width=160)
 
 
 def _policy_forms() -> str:
@@ -32,6 +24,7 @@ def _policy_forms() -> str:
 
 
 def _usage(error: EvalConfigError) -> UsageError:
+    """The usage error for a bad eval argument, on one line, with the policy forms after a bad spec."""
     text = " ".join(str(error).split())
     if "policy spec" in text:
         text += f"; valid forms: {_policy_forms()}"
@@ -39,6 +32,7 @@ def _usage(error: EvalConfigError) -> UsageError:
 
 
 def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds the eval options to ``parser``."""
     parser.add_argument("--env", required=True, metavar="ID", help="a Conductor gym id, e.g. Conductor-RG-v0")
     parser.add_argument("--policy", action="append", required=True, metavar="SPEC", help="a policy spec; repeat to compare several (e.g. single:0, template:plan-solve-verify, moa:3, llm:NAME)")
     parser.add_argument("--pool", required=True, metavar="POOL", help="a pool preset (simulated, local, ...) or a .toml file")
@@ -56,7 +50,7 @@ def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: Any) -> None:
-    """Adds ``eval``, ``report`` and ``demo`` to the ``conductor-env`` command."""
+    """Adds ``eval`` to the ``conductor-env`` command."""
     evaluate = subparsers.add_parser(
         "eval",
         help="evaluate policies on a suite and a pool (resumable)",
@@ -68,30 +62,9 @@ def register(subparsers: Any) -> None:
     _add_eval_arguments(evaluate)
     evaluate.set_defaults(handler=run_eval_command)
 
-    report = subparsers.add_parser(
-        "report",
-        help="table, accuracy-vs-cost plot and workflow viewer of a results folder",
-        description="Reads DIR/results.jsonl and writes DIR/accuracy_vs_cost.png and DIR/report.html.",
-    )
-    report.add_argument("dir", metavar="DIR", help="a folder written by conductor-env eval")
-    report.add_argument("--title", default=None, help="title of the page and plot")
-    report.add_argument("--screenshot", default=None, metavar="PNG", help="also save a screenshot of the viewer (needs chromium)")
-    report.add_argument("--screenshot-filter", default="", metavar="FILTER", help="viewer filter for the screenshot, e.g. policy=moa:3 or verdict=wrong")
-    report.set_defaults(handler=run_report_command)
-
-    demo = subparsers.add_parser(
-        "demo",
-        help="a few baselines side by side on an offline suite with the local workers",
-        description="Evaluates a few baseline policies on an offline suite with the local Gemma 3 270M workers "
-        "and writes the table, the plot and the workflow viewer. Needs no network and no API key.",
-    )
-    from conductor_env.evaluation.demo import add_demo_arguments, run_demo_command
-
-    add_demo_arguments(demo)
-    demo.set_defaults(handler=run_demo_command)
-
 
 def _policy_grammar() -> str:
+    """The agents' policy spec grammar, shown after the eval options in ``--help``."""
     try:
         from conductor_env.agents import SPEC_GRAMMAR
     except ImportError:  # pragma: no cover
@@ -137,17 +110,17 @@ def run_eval(
         check_env_id(env_id)
         worker_pool = build_pool(pool)
         policies = build_policies(policy_specs, pool=worker_pool, **(policy_options or {}))
-        config = EvalConfig(
-            env_id=env_id,
+        config = EvalConfig.for_id(
+            env_id,
             pool=worker_pool,
+            split=split,
+            sandbox=sandbox,
+            suite_options=suite_options or {},
+            env_options=env_options or {},
             n=n,
             concurrency=concurrency,
             seed=seed,
             samples=samples,
-            sandbox=sandbox,
-            split=split,
-            suite_options=suite_options or {},
-            env_options=env_options or {},
             retry_infra_errors=retry_errors,
         )
         result = evaluate(config, policies, out, progress=RichProgress(errors))
@@ -189,45 +162,4 @@ def run_eval_command(args: argparse.Namespace) -> int:
         retry_errors=args.retry_errors,
     )
     print(f"next: conductor-env report {args.out}   (plot and workflow viewer)")
-    return 0
-
-
-def print_report(folder: str, *, title: str | None = None, console: Console | None = None) -> Any:
-    """Builds the report of a results folder and prints its table and file paths.
-
-    Raises:
-        UsageError: When the folder holds no results.
-    """
-    from conductor_env.evaluation.report import EmptyResultsError, build_report
-    from conductor_env.evaluation.summary import summary_table
-
-    console = console or output_console()
-    try:
-        report = build_report(folder, title=title)
-    except FileNotFoundError as error:
-        raise UsageError(f"no {RESULTS_NAME} in {folder!r}; run conductor-env eval --out {folder} ... first") from error
-    except EmptyResultsError as error:
-        raise UsageError(f"{error}; wait for conductor-env eval to finish an episode") from error
-    for note in report.notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
-    console.print(summary_table(report.summaries, title=f"{len(report.records)} episodes"))
-    if report.plot_path is not None:
-        console.print(f"plot:   {report.plot_path}", highlight=False, markup=False)
-    console.print(f"viewer: {report.html_path}", highlight=False, markup=False)
-    return report
-
-
-def run_report_command(args: argparse.Namespace) -> int:
-    """Handler of ``conductor-env report``."""
-    report = print_report(args.dir, title=args.title)
-    if args.screenshot:
-        from conductor_env.evaluation.browser import BrowserError, render_page
-
-        try:
-            rendered = render_page(report.html_path, screenshot=args.screenshot, fragment=args.screenshot_filter)
-        except BrowserError as error:
-            raise UsageError(f"{error}; or leave out --screenshot") from error
-        for problem in rendered.errors:
-            print(f"viewer script error: {problem}")
-        print(f"screenshot: {rendered.screenshot}")
     return 0

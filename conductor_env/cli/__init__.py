@@ -1,39 +1,35 @@
-"""The ``conductor-env`` command.
+"""The ``conductor-env`` command: one module per command, assembled here.
 
-Each area of the package contributes its subcommands through a ``register(subparsers)``
-function in its own ``commands`` module, listed in :data:`COMMAND_MODULES`; a subcommand's
-handler receives the parsed arguments and returns an exit code.
+Each command module (:data:`COMMANDS`) adds its subcommand through ``register(subparsers)``; a
+subcommand's handler receives the parsed arguments and returns an exit code.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
+from types import ModuleType
 from typing import Sequence
 
-#: Modules whose ``register(subparsers)`` adds subcommands.
-COMMAND_MODULES: list[str] = [
-    "conductor_env.evaluation.commands",
-    "conductor_env.sandboxes.commands",
-    "conductor_env.workers.commands",
-    "conductor_env.agents.commands",
-]
+from conductor_env.cli import demo, models, report, sandbox, train
+from conductor_env.cli import eval as evaluate
+from conductor_env.cli.common import UsageError
 
+#: Command modules, in the order ``--help`` lists their commands.
+COMMANDS: tuple[ModuleType, ...] = (evaluate, report, demo, sandbox, models, train)
 
-class UsageError(Exception):
-    """A bad argument; printed as one line (problem and fix) with exit status 2."""
+__all__ = ["COMMANDS", "UsageError", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Returns the full argument parser with every registered subcommand."""
+    """Returns the full argument parser with every command."""
     parser = argparse.ArgumentParser(
         prog="conductor-env",
         description="LLM orchestration as a Gymnasium environment: evaluate, train and inspect Conductor policies.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module_name in COMMAND_MODULES:
-        importlib.import_module(module_name).register(subparsers)
+    for command in COMMANDS:
+        command.register(subparsers)
     return parser
 
 
@@ -56,7 +52,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -15,6 +15,10 @@ from typing import Any, Sequence
 
 from rich.console import Console
 
+from conductor_env.cli.common import SANDBOXES, output_console
+from conductor_env.cli.eval import run_eval
+from conductor_env.cli.report import print_report
+
 DEMO_ENV = "Conductor-HumanEval-v0"
 DEMO_POOL = "local"
 DEMO_POLICIES: tuple[str, ...] = ("single:0", "template:plan-solve-verify", "template:parallel-judge:2")
@@ -28,6 +32,18 @@ DEMO_OUT = "runs/demo"
 DEMO_WORKER_MAX_TOKENS = 64
 
 
+def register(subparsers: Any) -> None:
+    """Adds ``demo`` to the ``conductor-env`` command."""
+    demo = subparsers.add_parser(
+        "demo",
+        help="a few baselines side by side on an offline suite with the local workers",
+        description="Evaluates a few baseline policies on an offline suite with the local Gemma 3 270M workers "
+        "and writes the table, the plot and the workflow viewer. Needs no network and no API key.",
+    )
+    add_demo_arguments(demo)
+    demo.set_defaults(handler=run_demo_command)
+
+
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds the demo's options (all have working defaults)."""
     parser.add_argument("--out", default=DEMO_OUT, metavar="DIR", help=f"output folder (default {DEMO_OUT}; rerunning resumes)")
@@ -36,7 +52,7 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pool", default=DEMO_POOL, metavar="POOL", help=f"worker pool (default {DEMO_POOL}: Gemma 3 270M on this machine)")
     parser.add_argument("--policy", action="append", default=None, metavar="SPEC", help=f"policies (default {', '.join(DEMO_POLICIES)})")
     parser.add_argument("--concurrency", type=int, default=DEMO_CONCURRENCY, metavar="C", help=f"episodes in flight (default {DEMO_CONCURRENCY})")
-    parser.add_argument("--sandbox", choices=("docker", "local", "auto"), default=None, help="where generated code runs (default: auto)")
+    parser.add_argument("--sandbox", choices=SANDBOXES, default=None, help="where generated code runs (default: auto)")
     parser.add_argument("--worker-max-tokens", type=int, default=DEMO_WORKER_MAX_TOKENS, metavar="T", help=f"output tokens per worker call (default {DEMO_WORKER_MAX_TOKENS})")
 
 
@@ -84,8 +100,6 @@ def run_demo(
     Raises:
         UsageError: For bad arguments or a missing local extra.
     """
-    from conductor_env.evaluation.commands import output_console, print_report, run_eval
-
     console = console or output_console()
     started = time.perf_counter()
     _one_torch_thread()
