@@ -47,7 +47,8 @@ class Policy(abc.ABC):
 
         Args:
             observations: Conductor observations (``prompt``, ``question``, ``workers``,
-                ``history``, ``round``, ``depth``), possibly from different episodes.
+                ``history``, ``round``, ``depth``, ``num_workers``, ``conductor_id``,
+                ``max_steps``), possibly from different episodes.
 
         Returns:
             Workflow texts, in the same order.
@@ -73,5 +74,17 @@ class Policy(abc.ABC):
 
 
 def num_shown_workers(observation: Observation) -> int:
-    """Returns how many worker ids the observation shows (lines starting ``Model id``)."""
-    return sum(1 for line in observation["workers"].splitlines() if line.startswith("Model id"))
+    """Returns how many worker ids a workflow may use (the observation's ``num_workers``, the
+    Conductor's own id included when it is offered)."""
+    return int(observation["num_workers"])
+
+
+def conductor_id(observation: Observation) -> int | None:
+    """Returns the Conductor's own worker id, or ``None`` when self-calls are not offered."""
+    value = int(observation["conductor_id"])
+    return None if value < 0 else value
+
+
+def max_steps(observation: Observation) -> int:
+    """Returns the most steps a workflow may have (the observation's ``max_steps``)."""
+    return int(observation["max_steps"])

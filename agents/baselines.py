@@ -18,10 +18,9 @@ for (the question already carries the suite's answer-format instruction).
 from __future__ import annotations
 
 import random
-import re
 from typing import Sequence
 
-from conductor_env.agents.base import Observation, Policy, num_shown_workers
+from conductor_env.agents.base import Observation, Policy, conductor_id, max_steps, num_shown_workers
 from conductor_env.workflow import Step, Workflow
 
 FINAL_FORMAT = "Give the final answer in the format the task asks for."
@@ -54,9 +53,6 @@ AGGREGATE = (
 _RANDOM_MIDDLE = (PLAN, ATTEMPT, SOLVE_WITH_PLAN, VERIFY, REFLECT)
 _RANDOM_LAST = (SOLVE, VERIFY, JUDGE, REFLECT, AGGREGATE)
 
-_SELF_LINE = re.compile(r"^Model id (\d+)\s*:\s*yourself\b", re.IGNORECASE)
-_MAX_STEPS_IN_PROMPT = re.compile(r"at most (\d+) steps")
-
 #: The most steps a workflow may have (the paper's limit, the env's default ``max_steps``).
 MAX_STEPS = 5
 
@@ -73,18 +69,11 @@ def worker_ids(observation: Observation) -> list[int]:
     Raises:
         ValueError: When the observation shows no worker.
     """
-    total = num_shown_workers(observation)
-    own = {int(m.group(1)) for line in observation["workers"].splitlines() if (m := _SELF_LINE.match(line))}
-    ids = [i for i in range(total) if i not in own]
+    own = conductor_id(observation)
+    ids = [i for i in range(num_shown_workers(observation)) if i != own]
     if not ids:
-        raise ValueError("the observation shows no worker ids (its 'workers' text has no 'Model id' line)")
+        raise ValueError("the observation shows no worker ids (its num_workers is 0)")
     return ids
-
-
-def max_steps_of(observation: Observation, default: int = MAX_STEPS) -> int:
-    """Returns the step limit the Conductor prompt states ("at most N steps"), else ``default``."""
-    match = _MAX_STEPS_IN_PROMPT.search(observation.get("prompt", ""))
-    return int(match.group(1)) if match else default
 
 
 def build_workflow(steps: Sequence[tuple[int, str, bool]]) -> Workflow:
@@ -269,7 +258,7 @@ class RandomWorkflow(_BaselinePolicy):
 
     Args:
         seed: Seed of the policy's generator.
-        max_steps: Most steps (default: the limit stated in each observation's prompt).
+        max_steps: Most steps (default: each observation's ``max_steps``).
         wrap_ids: Unused (no explicit ids).
     """
 
@@ -284,7 +273,7 @@ class RandomWorkflow(_BaselinePolicy):
     def workflow(self, observation: Observation) -> Workflow:
         rng = self._rng
         ids = worker_ids(observation)
-        limit = self.max_steps or max_steps_of(observation)
+        limit = self.max_steps or max_steps(observation)
         count = rng.randint(1, limit)
         steps = []
         for i in range(count):

@@ -15,8 +15,9 @@ and batching decide how many run at once.
    a Conductor saved by ``conductor-env train grpo`` carries a ``conductor.json`` beside its
    weights, and is then prompted as it was trained (e.g. with the compact prompt) with its
    training output limit;
-3. a model name known to :mod:`conductor_env.models` (e.g. ``gemma3-270m``), exported once to
-   a cache folder (:func:`~conductor_env.models.ensure_model`) and served by the ``local`` backend.
+3. a model name known to :mod:`conductor_env.workers.local_models` (e.g. ``gemma3-270m``),
+   exported once to a cache folder (:func:`~conductor_env.workers.local_models.ensure_model`)
+   and served by the ``local`` backend.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from conductor_env.agents.base import ActionUsage, Observation, Policy
-from conductor_env.agents.grpo import CONDUCTOR_CONFIG, full_prompt, prompt_builder_of
+from conductor_env.agents.grpo.prompts import full_prompt, prompt_builder_of
+from conductor_env.agents.grpo.saving import CONDUCTOR_CONFIG
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.pool import PoolError, WorkerPool, load_pool, preset_names
 from conductor_env.calls import RetryPolicy
-from conductor_env.workers.retry import with_retries
 
 #: Output-token limit of one Conductor reply (the paper's Conductor limit).
 DEFAULT_MAX_TOKENS = 1024
@@ -51,7 +52,7 @@ def _find_in_pool(name: str, pool: str | WorkerPool | None) -> tuple[WorkerPool,
 
 
 def _local_pool(name: str, *, max_concurrency: int, local_options: dict[str, Any] | None) -> WorkerPool:
-    from conductor_env import models  # light: transformers is imported only when a model loads
+    from conductor_env.workers import local_models as models  # light: transformers is imported only when a model loads
 
     if name not in models.MODELS and not Path(name).expanduser().is_dir():
         raise ValueError(
@@ -138,15 +139,10 @@ class LLMConductor(Policy):
         return self._pool.worker(self._index)
 
     async def _one(self, observation: Observation, seed: int) -> tuple[str, ActionUsage]:
-        worker = self.worker
-        semaphore = self._pool.semaphore(self._index)
         messages = [{"role": "user", "content": self.prompt_builder(observation)}]
-
-        async def attempt():
-            async with semaphore:
-                return await worker.complete(messages, max_tokens=self.max_tokens, temperature=self.temperature, seed=seed)
-
-        completion, _ = await with_retries(attempt, self.retry)
+        completion, _ = await self._pool.call(
+            self._index, messages, retry=self.retry, max_tokens=self.max_tokens, temperature=self.temperature, seed=seed
+        )
         return completion.text, ActionUsage(completion.prompt_tokens, completion.completion_tokens, completion.cost_usd)
 
     async def aact_with_usage(self, observations: Sequence[Observation]) -> list[tuple[str, ActionUsage | None]]:

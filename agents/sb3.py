@@ -53,7 +53,7 @@ def hashed_bag_of_words(text: str, dim: int) -> np.ndarray:
 
 
 def _fixed_pool_size(env: ConductorEnv) -> int:
-    size = env.subpool_size
+    size = env.options.subpool_size
     if size is None:
         return len(env.pool)
     if isinstance(size, int):
@@ -95,7 +95,7 @@ class RoutingEnv(gym.Wrapper):
         conductor = env.unwrapped
         if not isinstance(conductor, ConductorEnv):
             raise ValueError(f"RoutingEnv wraps a ConductorEnv, got {type(conductor).__name__}")
-        if conductor.max_rounds != 1:
+        if conductor.options.max_rounds != 1:
             raise ValueError("RoutingEnv plays one round per episode; build the env with max_rounds=1")
         unknown = [t for t in templates if t not in ROUTING_TEMPLATES]
         if unknown or not templates:

@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.envs import EnvSetup
 from conductor_env.agents import make_policy
-from conductor_env.env import ConductorEnv
 from conductor_env.event_loop import run_sync
 from conductor_env.workers.pool import load_pool
 
@@ -109,7 +109,7 @@ def main() -> None:
 
     if "rg" in args.suites:
         simulated = load_pool("simulated")
-        make = lambda: ConductorEnv("rg", simulated)  # noqa: E731
+        make = lambda: EnvSetup.from_kwargs(suite="rg", pool=simulated).make()  # noqa: E731
         policies = [make_policy(spec, max_tokens=args.conductor_max_tokens) for spec in args.policies]
         keep("Conductor-RG-v0 / simulated", run_sync(run_suite("Conductor-RG-v0, simulated pool", make, policies, args.rg_problems, 64)))
         for policy in policies:
@@ -121,7 +121,7 @@ def main() -> None:
 
         local = load_pool("local")
         suite = get_suite("humaneval", sandbox=args.sandbox)
-        make = lambda: ConductorEnv(suite, local, worker_max_tokens=args.worker_max_tokens)  # noqa: E731
+        make = lambda: EnvSetup.from_kwargs(suite=suite, pool=local, worker_max_tokens=args.worker_max_tokens).make()  # noqa: E731
         policies = [make_policy(spec, pool=local, max_tokens=args.conductor_max_tokens) for spec in args.policies]
         keep("Conductor-HumanEval-v0 / local", run_sync(run_suite("Conductor-HumanEval-v0, local pool (Gemma 3 270M)", make, policies, args.humaneval_problems, 32)))
         run_sync(local.aclose())

@@ -26,8 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from conductor_env.sandboxes import docker_available, get_sandbox
-from conductor_env.tasks.humaneval import HumanEvalSuite
-from conductor_env.tasks.livecodebench import LiveCodeBenchSuite, decode_private_tests
+from conductor_env.tasks.lcb_private_tests import decode_private_tests
+from conductor_env.tasks.suites.humaneval import HumanEvalSuite
+from conductor_env.tasks.suites.livecodebench import LiveCodeBenchSuite
 
 SUM_RIGHT = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
 SUM_TLE = "```python\nwhile True:\n    pass\n```"

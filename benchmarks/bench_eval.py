@@ -59,7 +59,7 @@ def plain_loop(episodes: int, latency_s: float) -> float:
 
 
 def runner(episodes: int, latency_s: float, concurrency: int, folder: str) -> float:
-    config = EvalConfig(ENV_ID, pool=pool(latency_s), n=episodes, concurrency=concurrency)
+    config = EvalConfig.for_id(ENV_ID, pool=pool(latency_s), n=episodes, concurrency=concurrency)
     started = time.perf_counter()
     result = evaluate(config, [Fixed()], folder)
     wall = time.perf_counter() - started

@@ -22,10 +22,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import conductor_env  # noqa: F401
-from conductor_env.env import ConductorEnv
+from conductor_env.envs import EnvSetup
 from conductor_env.prompts import VisibleStep, worker_message
-from conductor_env.tasks.procedural import ReasoningGymSuite
-from conductor_env.vector import ConductorVectorEnv
+from conductor_env.tasks.suites.procedural import ReasoningGymSuite
+from conductor_env.envs.vector import ConductorVectorEnv
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
 from conductor_env.calls import SimulationOracle
@@ -88,7 +88,7 @@ def env_overhead(suite: ReasoningGymSuite, episodes: int) -> dict[str, float]:
     CPU time of this process is reported beside wall time because it is what the env costs the
     machine, and it is robust to other processes sharing the cores.
     """
-    env = ConductorEnv(suite, pool=make_pool(0.0))
+    env = EnvSetup.from_kwargs(suite=suite, pool=make_pool(0.0)).make()
 
     async def loop_astep() -> tuple[float, float]:
         wall = cpu = 0.0

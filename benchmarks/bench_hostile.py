@@ -32,10 +32,10 @@ import test_hostile_math_choice as math_battery  # noqa: E402
 
 import conductor_env  # noqa: E402
 from conductor_env.sandboxes import get_sandbox  # noqa: E402
-from conductor_env.tasks.choice import GPQASuite  # noqa: E402
-from conductor_env.tasks.humaneval import HumanEvalSuite  # noqa: E402
-from conductor_env.tasks.livecodebench import LiveCodeBenchSuite  # noqa: E402
-from conductor_env.tasks.math_suites import AIMESuite, Math500Suite  # noqa: E402
+from conductor_env.tasks.suites.choice import GPQASuite  # noqa: E402
+from conductor_env.tasks.suites.humaneval import HumanEvalSuite  # noqa: E402
+from conductor_env.tasks.suites.livecodebench import LiveCodeBenchSuite  # noqa: E402
+from conductor_env.tasks.suites.math_suites import AIMESuite, Math500Suite  # noqa: E402
 
 HANG_S = 30.0
 

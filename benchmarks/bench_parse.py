@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Callable
 
 from conductor_env.tasks.extract import extract_boxed, extract_choice, extract_code
-from conductor_env.tasks.procedural import final_answer
-from conductor_env.tasks.rlpr import extract_tagged_answer, rlpr_match
+from conductor_env.tasks.suites.procedural import final_answer
+from conductor_env.tasks.suites.rlpr import extract_tagged_answer, rlpr_match
 from conductor_env.workflow import MAX_ACTION_CHARS, WorkflowError, parse_workflow
 
 KIB = 1024

@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.envs import EnvSetup
 from conductor_env.agents.baselines import RandomWorkflow
 from conductor_env.agents.sb3 import RoutingEnv
-from conductor_env.env import ConductorEnv
 
 HERE = Path(__file__).resolve().parent
 POOL = HERE / "pools" / "experts.toml"
@@ -31,7 +31,7 @@ DATASETS = ["basic_arithmetic", "chain_sum", "letter_counting", "spell_backward"
 
 
 def make_env(split: str, size: int) -> RoutingEnv:
-    return RoutingEnv(ConductorEnv("rg", str(POOL), split=split, suite_options={"datasets": DATASETS, "size": size}))
+    return RoutingEnv(EnvSetup.from_kwargs(suite="rg", pool=str(POOL), split=split, suite_options={"datasets": DATASETS, "size": size}).make())
 
 
 def held_out_reward(env: RoutingEnv, choose, episodes: int) -> float:

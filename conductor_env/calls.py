@@ -114,8 +114,12 @@ class WorkerPoolLike(Protocol):
         temperature: float | None = None,
         seed: int | None = None,
         **options: Any,
-    ) -> Completion:
-        """Calls worker ``index`` under its concurrency limit, timeout and retries."""
+    ) -> tuple[Completion, int]:
+        """Calls worker ``index`` under its concurrency limit, timeout and retries.
+
+        Returns:
+            The completion and the number of attempts it took.
+        """
 
     async def aclose(self) -> None:
         """Closes the workers' clients."""

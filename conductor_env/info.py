@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TypedDict, Union
 
-__all__ = ["FrameInfo", "StepInfo", "TraceInfo", "WorkflowInfo", "WorkflowStepInfo"]
+__all__ = ["FrameInfo", "StepInfo", "TraceInfo", "WorkflowInfo", "WorkflowStepInfo", "empty_info", "typed_step"]
 
 
 class WorkflowStepInfo(TypedDict):
@@ -112,3 +112,65 @@ class StepInfo(TypedDict):
     frames: list[FrameInfo]
     frame_depth: int
     worker_map: dict[int, str]
+
+
+_STR_FIELDS = ("answer", "reason", "test_set", "parse_error", "parse_detail", "infra_error", "problem_id", "domain")
+
+
+def empty_info(*, problem_id: str, domain: str, round_index: int, access: str, worker_map: dict[int, str]) -> StepInfo:
+    """Returns the ``info`` of a step that has produced nothing yet (every key, empty values).
+
+    Args:
+        problem_id: The problem's id.
+        domain: The problem's domain.
+        round_index: The round the step plays.
+        access: The workflow language's access mode (for the empty workflow).
+        worker_map: Shown worker id -> pool worker name.
+    """
+    return {
+        "answer": "",
+        "correct": False,
+        "score": 0.0,
+        "reason": "",
+        "test_set": "",
+        "parse_error": "",
+        "parse_detail": "",
+        "workflow": {"access_mode": access, "steps": []},
+        "trace": [],
+        "cost_usd": 0.0,
+        "tokens": 0,
+        "wall_s": 0.0,
+        "infra_error": "",
+        "problem_id": problem_id,
+        "domain": domain,
+        "round": round_index,
+        "round_rewards": [],
+        "round_credit": [],
+        "frames": [],
+        "frame_depth": 0,
+        "worker_map": worker_map,
+    }
+
+
+def typed_step(
+    observation: dict, reward: float, terminated: bool, truncated: bool, info: StepInfo
+) -> tuple[dict, float, bool, bool, StepInfo]:
+    """Gives a step's result the types of :class:`StepInfo` and Gymnasium.
+
+    Vector envs type a merged info array by the first value they see (an ``int`` cost of 0 would
+    truncate the other envs' costs), so every number keeps one Python type.
+    """
+    for key in _STR_FIELDS:
+        info[key] = "" if info[key] is None else str(info[key])  # type: ignore[literal-required]
+    info.update(
+        correct=bool(info["correct"]),
+        score=float(info["score"]),
+        cost_usd=float(info["cost_usd"]),
+        tokens=int(info["tokens"]),
+        wall_s=float(info["wall_s"]),
+        round=int(info["round"]),
+        frame_depth=int(info["frame_depth"]),
+        round_rewards=[float(r) for r in info["round_rewards"]],
+        round_credit=[float(c) for c in info["round_credit"]],
+    )
+    return observation, float(reward), bool(terminated), bool(truncated), info

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.envs import EnvSetup
 from conductor_env.agents import SPEC_GRAMMAR, Policy, make_policy, num_shown_workers
 from conductor_env.agents.baselines import FINAL_FORMAT, worker_ids
 from conductor_env.env import ConductorEnv
@@ -34,7 +35,7 @@ STEPS = {
 
 @pytest.fixture(scope="module")
 def env():
-    environment = ConductorEnv("rg", "simulated", suite_options={"size": 5})
+    environment = EnvSetup.from_kwargs(suite="rg", pool="simulated", suite_options={"size": 5}).make()
     yield environment
     environment.close()
 
@@ -86,7 +87,7 @@ def test_batches_are_answered_in_order(env):
 
 
 def test_random_is_seeded_varied_and_respects_the_step_limit():
-    env = ConductorEnv("rg", "simulated", max_steps=3, suite_options={"size": 5})
+    env = EnvSetup.from_kwargs(suite="rg", pool="simulated", max_steps=3, suite_options={"size": 5}).make()
     try:
         batch = observations(env, 40)
         first = make_policy("random", seed=7).act(batch)
@@ -104,7 +105,7 @@ def test_random_is_seeded_varied_and_respects_the_step_limit():
 
 
 def test_an_id_outside_the_shown_pool_raises_unless_wrapped():
-    env = ConductorEnv("rg", "simulated", subpool_size=2, suite_options={"size": 5})
+    env = EnvSetup.from_kwargs(suite="rg", pool="simulated", subpool_size=2, suite_options={"size": 5}).make()
     try:
         observation, _ = env.reset(seed=0)
         assert num_shown_workers(observation) == 2
@@ -124,7 +125,7 @@ def test_an_id_outside_the_shown_pool_raises_unless_wrapped():
 
 
 def test_cycling_never_picks_the_conductor_itself():
-    env = ConductorEnv("rg", "simulated", self_call=True, suite_options={"size": 5})
+    env = EnvSetup.from_kwargs(suite="rg", pool="simulated", self_call=True, suite_options={"size": 5}).make()
     try:
         observation, _ = env.reset(seed=0)
         assert num_shown_workers(observation) == 5 and worker_ids(observation) == [0, 1, 2, 3]

@@ -11,8 +11,8 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_checker import check_env
 
 import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.envs import EnvSetup
 from conductor_env.agents.sb3 import ROUTING_TEMPLATES, RoutingEnv, hashed_bag_of_words
-from conductor_env.env import ConductorEnv
 from conductor_env.workflow import parse_workflow
 
 
@@ -77,10 +77,10 @@ def test_ppo_runs_a_few_steps(routing):
 
 def test_unsupported_envs_are_refused():
     with pytest.raises(ValueError, match="max_rounds=1"):
-        RoutingEnv(ConductorEnv("rg", "simulated", max_rounds=2, suite_options={"size": 5}))
+        RoutingEnv(EnvSetup.from_kwargs(suite="rg", pool="simulated", max_rounds=2, suite_options={"size": 5}).make())
     with pytest.raises(ValueError, match="fixed number of shown workers"):
-        RoutingEnv(ConductorEnv("rg", "simulated", subpool_size=(2, 3), suite_options={"size": 5}))
+        RoutingEnv(EnvSetup.from_kwargs(suite="rg", pool="simulated", subpool_size=(2, 3), suite_options={"size": 5}).make())
     with pytest.raises(ValueError, match="unknown routing templates"):
-        RoutingEnv(ConductorEnv("rg", "simulated", suite_options={"size": 5}), templates=("nope",))
-    fixed = RoutingEnv(ConductorEnv("rg", "simulated", subpool_size=2, suite_options={"size": 5}))
+        RoutingEnv(EnvSetup.from_kwargs(suite="rg", pool="simulated", suite_options={"size": 5}).make(), templates=("nope",))
+    fixed = RoutingEnv(EnvSetup.from_kwargs(suite="rg", pool="simulated", subpool_size=2, suite_options={"size": 5}).make())
     assert fixed.action_space.n == 3 * 2

@@ -18,12 +18,12 @@ from gymnasium.wrappers import PassiveEnvChecker, RecordEpisodeStatistics, TimeL
 from gymnasium.wrappers.vector import RecordEpisodeStatistics as VectorRecordEpisodeStatistics
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.env import ConductorEnv
+from conductor_env.envs import EnvSetup
 from conductor_env.info import StepInfo
 from conductor_env.sandboxes.factory import docker_available
 from conductor_env.tasks import BUILTIN_SUITES, env_id_for
 from conductor_env.suite import VerifierError
-from conductor_env.tasks.procedural import ReasoningGymSuite
+from conductor_env.tasks.suites.procedural import ReasoningGymSuite
 from conductor_env.calls import RetryPolicy
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -295,7 +295,7 @@ def test_terminated_and_truncated_follow_the_readme(suite: str, options: dict, a
     """``terminated``: the answer is final (scored, kept, or unparsed). ``truncated``: infrastructure
     failed and the answer is unscored. Every episode ends on a top-level observation."""
     rg = (BrokenGrader if suite == "broken" else ReasoningGymSuite)(["basic_arithmetic"], size=2)
-    env = ConductorEnv(rg, sure_pool_file(tmp_path), retry=RetryPolicy(max_attempts=1), **options)
+    env = EnvSetup.from_kwargs(suite=rg, pool=sure_pool_file(tmp_path), retry=RetryPolicy(max_attempts=1), **options).make()
     first, _ = env.reset(seed=0)
     for action, (terminated, truncated) in zip(actions, ends):
         observation, reward, is_terminated, is_truncated, info = env.step(action)

@@ -7,8 +7,9 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.envs import EnvSetup
 from conductor_env.env import ConductorEnv
-from conductor_env.tasks.procedural import ReasoningGymSuite
+from conductor_env.tasks.suites.procedural import ReasoningGymSuite
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
 from conductor_env.calls import RetryPolicy
@@ -49,7 +50,7 @@ def suite() -> ReasoningGymSuite:
 def make_env(suite: ReasoningGymSuite, **kwargs) -> ConductorEnv:
     kwargs.setdefault("pool", sure_pool())
     kwargs.setdefault("retry", RetryPolicy(max_attempts=3, base_delay_s=0.001, max_delay_s=0.002))
-    return ConductorEnv(suite, **kwargs)
+    return EnvSetup.from_kwargs(suite=suite, **kwargs).make()
 
 
 def test_check_env_on_registered_id() -> None:

@@ -102,7 +102,7 @@ def lines(folder: Path) -> list[dict]:
 
 def test_records_carry_every_field_and_grade_real_answers(tmp_path: Path) -> None:
     right, wrong = FixedPolicy("right", SOLVE_WITH_0), FixedPolicy("wrong", SOLVE_WITH_1)
-    config = EvalConfig(RG, pool=sure_pool(), n=6, concurrency=3)
+    config = EvalConfig.for_id(RG, pool=sure_pool(), n=6, concurrency=3)
     result = evaluate(config, [right, wrong], str(tmp_path))
     assert len(result.new_records) == 12 and result.skipped == 0
     on_disk = lines(tmp_path)
@@ -133,7 +133,7 @@ def test_records_and_report_say_which_tests_graded_code(tmp_path: Path, rows: st
     from conductor_env.evaluation.report import build_report
 
     data = Path(__file__).parent / "fixtures" / "lcb" / rows
-    config = EvalConfig("Conductor-LCB-v0", pool=sure_pool(), n=2, concurrency=2, sandbox="local", suite_options={"data_files": str(data)})
+    config = EvalConfig.for_id("Conductor-LCB-v0", pool=sure_pool(), n=2, concurrency=2, sandbox="local", suite_options={"data_files": str(data)})
     result = evaluate(config, [FixedPolicy("wrong", SOLVE_WITH_1)], str(tmp_path))
     assert [r["test_set"] for r in lines(tmp_path)] == [test_set, test_set]
     public_only = test_set == "public"
@@ -147,7 +147,7 @@ def test_records_and_report_say_which_tests_graded_code(tmp_path: Path, rows: st
 
 def test_the_conductors_own_usage_is_recorded_apart_from_the_workers(tmp_path: Path) -> None:
     metered, plain = MeteredPolicy("metered", SOLVE_WITH_0), FixedPolicy("plain", SOLVE_WITH_0)
-    config = EvalConfig(RG, pool=sure_pool(), n=3, concurrency=3, env_options={"max_rounds": 2})
+    config = EvalConfig.for_id(RG, pool=sure_pool(), n=3, concurrency=3, env_options={"max_rounds": 2})
     evaluate(config, [metered, plain], str(tmp_path))
     records = {name: [r for r in lines(tmp_path) if r["policy"] == name] for name in ("metered", "plain")}
     for record in records["metered"]:
@@ -161,7 +161,7 @@ def test_the_conductors_own_usage_is_recorded_apart_from_the_workers(tmp_path: P
 
 def test_a_policy_returning_malformed_usage_fails_its_episodes_not_the_run(tmp_path: Path) -> None:
     bad, good = BareUsagePolicy("bare", SOLVE_WITH_0), FixedPolicy("good", SOLVE_WITH_0)
-    evaluate(EvalConfig(RG, pool=sure_pool(), n=2, concurrency=2), [bad, good], str(tmp_path))
+    evaluate(EvalConfig.for_id(RG, pool=sure_pool(), n=2, concurrency=2), [bad, good], str(tmp_path))
     records = lines(tmp_path)
     assert len(records) == 4
     for record in records:
@@ -173,7 +173,7 @@ def test_a_policy_returning_malformed_usage_fails_its_episodes_not_the_run(tmp_p
 
 def test_policies_are_compared_on_paired_episodes(tmp_path: Path) -> None:
     a, b = FixedPolicy("a", SOLVE_WITH_0), FixedPolicy("b", SOLVE_WITH_0)
-    config = EvalConfig(RG, pool="simulated", n=5, concurrency=4, seed=7, env_options={"subpool_size": [2, 4]})
+    config = EvalConfig.for_id(RG, pool="simulated", n=5, concurrency=4, seed=7, env_options={"subpool_size": [2, 4]})
     evaluate(config, [a, b], str(tmp_path))
     by_policy = {name: {r["problem_id"]: r for r in lines(tmp_path) if r["policy"] == name} for name in "ab"}
     assert by_policy["a"].keys() == by_policy["b"].keys()
@@ -186,7 +186,7 @@ def test_policies_are_compared_on_paired_episodes(tmp_path: Path) -> None:
 
 def test_observations_of_waiting_episodes_are_batched(tmp_path: Path) -> None:
     policy = FixedPolicy("batched", SOLVE_WITH_0)
-    evaluate(EvalConfig(RG, pool=sure_pool(), n=16, concurrency=8), [policy], str(tmp_path))
+    evaluate(EvalConfig.for_id(RG, pool=sure_pool(), n=16, concurrency=8), [policy], str(tmp_path))
     assert sum(policy.batch_sizes) == 16
     assert max(policy.batch_sizes) > 1
     assert all("prompt" in o and "Model id 0" in o["workers"] for o in policy.observations)
@@ -194,35 +194,35 @@ def test_observations_of_waiting_episodes_are_batched(tmp_path: Path) -> None:
 
 def test_rerun_skips_finished_episodes_and_extends_to_new_policies_and_problems(tmp_path: Path) -> None:
     first = FixedPolicy("first", SOLVE_WITH_0)
-    evaluate(EvalConfig(RG, pool=sure_pool(), n=4, concurrency=2), [first], str(tmp_path))
+    evaluate(EvalConfig.for_id(RG, pool=sure_pool(), n=4, concurrency=2), [first], str(tmp_path))
     assert len(first.batch_sizes) > 0
 
     again = FixedPolicy("first", SOLVE_WITH_0)
     progress = RecordingProgress()
-    result = evaluate(EvalConfig(RG, pool=sure_pool(), n=4, concurrency=2), [again], str(tmp_path), progress=progress)
+    result = evaluate(EvalConfig.for_id(RG, pool=sure_pool(), n=4, concurrency=2), [again], str(tmp_path), progress=progress)
     assert again.batch_sizes == [] and result.new_records == [] and result.skipped == 4
     assert (progress.total, progress.already, progress.stopped) == (0, 4, True)
     assert len(result.records) == 4
 
     second = FixedPolicy("second", PLAN_SOLVE_CHECK)
     more = FixedPolicy("first", SOLVE_WITH_0)
-    result = evaluate(EvalConfig(RG, pool=sure_pool(), n=6, concurrency=3), [more, second], str(tmp_path))
+    result = evaluate(EvalConfig.for_id(RG, pool=sure_pool(), n=6, concurrency=3), [more, second], str(tmp_path))
     assert len(result.new_records) == 2 + 6 and result.skipped == 4
     keys = [(r["policy"], r["problem_id"]) for r in lines(tmp_path)]
     assert len(keys) == len(set(keys)) == 12
 
 
 def test_a_different_run_in_the_same_folder_is_refused(tmp_path: Path) -> None:
-    evaluate(EvalConfig(RG, pool=sure_pool(), n=2, concurrency=2, seed=1), [FixedPolicy("p", SOLVE_WITH_0)], str(tmp_path))
+    evaluate(EvalConfig.for_id(RG, pool=sure_pool(), n=2, concurrency=2, seed=1), [FixedPolicy("p", SOLVE_WITH_0)], str(tmp_path))
     with pytest.raises(EvalConfigError, match="seed=1"):
-        evaluate(EvalConfig(RG, pool=sure_pool(), n=2, concurrency=2, seed=2), [FixedPolicy("p", SOLVE_WITH_0)], str(tmp_path))
+        evaluate(EvalConfig.for_id(RG, pool=sure_pool(), n=2, concurrency=2, seed=2), [FixedPolicy("p", SOLVE_WITH_0)], str(tmp_path))
     assert len(lines(tmp_path)) == 2
 
 
 def test_worker_failures_are_recorded_as_infra_errors_and_retried_on_request(tmp_path: Path) -> None:
     uses_down_worker = FixedPolicy("down", 'model_id = [2]\nsubtasks = ["Solve."]\naccess_list = [[]]')
     progress = RecordingProgress()
-    config = EvalConfig(RG, pool=sure_pool(fail_rate=1.0), n=3, concurrency=3, env_options={"retry": FAST_RETRY})
+    config = EvalConfig.for_id(RG, pool=sure_pool(fail_rate=1.0), n=3, concurrency=3, env_options={"retry": FAST_RETRY})
     evaluate(config, [uses_down_worker], str(tmp_path), progress=progress)
     records = lines(tmp_path)
     assert len(records) == 3
@@ -233,7 +233,7 @@ def test_worker_failures_are_recorded_as_infra_errors_and_retried_on_request(tmp
     again = FixedPolicy("down", 'model_id = [2]\nsubtasks = ["Solve."]\naccess_list = [[]]')
     evaluate(config, [again], str(tmp_path))
     assert again.batch_sizes == []
-    healed = EvalConfig(RG, pool=sure_pool(fail_rate=1.0), n=3, concurrency=3, env_options={"retry": FAST_RETRY}, retry_infra_errors=True)
+    healed = EvalConfig.for_id(RG, pool=sure_pool(fail_rate=1.0), n=3, concurrency=3, env_options={"retry": FAST_RETRY}, retry_infra_errors=True)
     fixed = FixedPolicy("down", SOLVE_WITH_0)
     evaluate(healed, [fixed], str(tmp_path))
     assert sum(fixed.batch_sizes) == 3
@@ -244,7 +244,7 @@ def test_worker_failures_are_recorded_as_infra_errors_and_retried_on_request(tmp
 
 def test_a_failing_policy_is_recorded_per_episode_and_the_run_goes_on(tmp_path: Path) -> None:
     healthy = FixedPolicy("healthy", SOLVE_WITH_0)
-    evaluate(EvalConfig(RG, pool=sure_pool(), n=3, concurrency=2), [BrokenPolicy(), healthy], str(tmp_path))
+    evaluate(EvalConfig.for_id(RG, pool=sure_pool(), n=3, concurrency=2), [BrokenPolicy(), healthy], str(tmp_path))
     records = lines(tmp_path)
     broken = [r for r in records if r["policy"] == "broken"]
     assert len(broken) == 3 and all("policy failed: ConnectionError" in r["infra_error"] for r in broken)
@@ -252,7 +252,7 @@ def test_a_failing_policy_is_recorded_per_episode_and_the_run_goes_on(tmp_path: 
 
 
 def test_unparsable_workflows_count_as_parse_errors(tmp_path: Path) -> None:
-    evaluate(EvalConfig(RG, pool=sure_pool(), n=2, concurrency=2), [FixedPolicy("chatty", "I would ask someone.")], str(tmp_path))
+    evaluate(EvalConfig.for_id(RG, pool=sure_pool(), n=2, concurrency=2), [FixedPolicy("chatty", "I would ask someone.")], str(tmp_path))
     records = lines(tmp_path)
     assert all(r["parse_error"] == "no_lists" and r["reward"] == 0.0 and r["infra_error"] is None for r in records)
     assert records[0]["action"] == "I would ask someone."
@@ -275,7 +275,7 @@ def test_rounds_and_self_call_frames_are_played_to_the_end(tmp_path: Path) -> No
                     actions.append("model_id = []\nsubtasks = []\naccess_list = []")
             return actions
 
-    config = EvalConfig(RG, pool=sure_pool(), n=2, concurrency=2, env_options={"self_call": True, "max_rounds": 2})
+    config = EvalConfig.for_id(RG, pool=sure_pool(), n=2, concurrency=2, env_options={"self_call": True, "max_rounds": 2})
     evaluate(config, [Recursive()], str(tmp_path))
     for record in lines(tmp_path):
         assert record["rounds"] == 2 and record["correct"]
@@ -288,7 +288,7 @@ def test_rounds_and_self_call_frames_are_played_to_the_end(tmp_path: Path) -> No
 def test_long_texts_are_truncated_in_records(tmp_path: Path) -> None:
     long_subtask = "x" * 10_000
     text = f'model_id = [0]\nsubtasks = ["{long_subtask}"]\naccess_list = [[]]'
-    evaluate(EvalConfig(RG, pool=sure_pool(), n=1, concurrency=1), [FixedPolicy("long", text)], str(tmp_path))
+    evaluate(EvalConfig.for_id(RG, pool=sure_pool(), n=1, concurrency=1), [FixedPolicy("long", text)], str(tmp_path))
     record = lines(tmp_path)[0]
     assert len(record["action"]) < 4200 and "more characters]" in record["action"]
     assert len(record["trace"][0]["subtask"]) < 2200
@@ -297,11 +297,11 @@ def test_long_texts_are_truncated_in_records(tmp_path: Path) -> None:
 def test_bad_settings_fail_before_anything_runs(tmp_path: Path) -> None:
     policy = FixedPolicy("p", SOLVE_WITH_0)
     with pytest.raises(EvalConfigError, match="Conductor-RG-v0"):
-        evaluate(EvalConfig("Conductor-Rg-v0", pool="simulated"), [policy], str(tmp_path / "a"))
+        evaluate(EvalConfig.for_id("Conductor-Rg-v0", pool="simulated"), [policy], str(tmp_path / "a"))
     with pytest.raises(EvalConfigError, match="unknown pool"):
-        evaluate(EvalConfig(RG, pool="no-such-pool"), [policy], str(tmp_path / "b"))
+        evaluate(EvalConfig.for_id(RG, pool="no-such-pool"), [policy], str(tmp_path / "b"))
     with pytest.raises(EvalConfigError, match="at least 1"):
-        evaluate(EvalConfig(RG, pool="simulated", n=0), [policy], str(tmp_path / "c"))
+        evaluate(EvalConfig.for_id(RG, pool="simulated", n=0), [policy], str(tmp_path / "c"))
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import conductor_env  # noqa: F401  (registers the gym ids)
+from conductor_env.envs import EnvSetup
 from conductor_env.agents.sb3 import RoutingEnv
-from conductor_env.env import ConductorEnv
 from conductor_env.sandboxes import docker_available, get_sandbox
 from conductor_env.tasks import BUILTIN_SUITES, env_id_for
 from conductor_env.workers.base import WorkerSpec
@@ -144,7 +144,7 @@ def test_vector_entry_point_env_pickles_with_its_shared_suite() -> None:
 
 
 def test_a_waiting_self_call_frame_cannot_be_copied_but_the_finished_round_can() -> None:
-    env = ConductorEnv("rg", sure_pool(), self_call=True, suite_options={"size": 3})
+    env = EnvSetup.from_kwargs(suite="rg", pool=sure_pool(), self_call=True, suite_options={"size": 3}).make()
     try:
         env.reset(seed=0)
         observation, _, _, _, _ = env.step(one_step(2))  # id 2 is the Conductor itself: a frame opens

@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 
 import conductor_env  # noqa: F401
-from conductor_env.vector import ConductorVectorEnv
+from conductor_env.envs.vector import ConductorVectorEnv
 
 WORKFLOW = 'model_id = [1, 3]\nsubtasks = ["Solve", "Check"]\naccess_list = [[], "all"]'
 

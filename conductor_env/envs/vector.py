@@ -16,7 +16,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from conductor_env.env import ConductorEnv
+from conductor_env.envs.setup import EnvSetup
 from conductor_env.event_loop import run_sync
 
 
@@ -25,8 +25,10 @@ class ConductorVectorEnv(VectorEnv):
 
     Args:
         num_envs: Number of sub-environments.
-        **kwargs: Passed to every :class:`ConductorEnv` (``suite``, ``pool``, ...). The suite
-            and the pool are built once and shared, so workers batch across episodes.
+        setup: The env to run (``None``: one built from ``kwargs``).
+        **kwargs: ``gym.make``-style keywords (``suite``, ``pool``, env options, ...) for
+            :meth:`EnvSetup.from_kwargs`. The suite and the pool are built once and shared, so
+            workers batch across episodes.
 
     Observations are batched with Gymnasium's utilities: a dict whose text entries are tuples of
     strings and whose integer entries are arrays. Actions are a sequence of workflow texts.
@@ -35,12 +37,17 @@ class ConductorVectorEnv(VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
 
-    def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
+    def __init__(self, num_envs: int = 1, setup: EnvSetup | None = None, **kwargs: Any) -> None:
         if num_envs < 1:
             raise ValueError("num_envs must be >= 1")
-        first = ConductorEnv(**kwargs)
-        shared = {**kwargs, "suite": first.suite, "pool": first.pool, "suite_options": None, "sandbox": None}
-        self.envs = [first] + [ConductorEnv(**shared) for _ in range(num_envs - 1)]
+        self.setup = setup if setup is not None else EnvSetup.from_kwargs(**kwargs)
+        self.parts = self.setup.build()
+        try:
+            self.envs = [self.setup.make(self.parts) for _ in range(num_envs)]
+        except BaseException:
+            self.parts.close()
+            raise
+        first = self.envs[0]
         self.num_envs = num_envs
         self.single_observation_space = first.observation_space
         self.single_action_space = first.action_space
@@ -116,5 +123,7 @@ class ConductorVectorEnv(VectorEnv):
         return deepcopy(self._observations), rewards, terminations, truncations, infos
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Closes the shared pool and suite once."""
-        self.envs[0].close()
+        """Closes the envs, then the shared pool and suite once."""
+        for env in self.envs:
+            env.close()
+        self.parts.close()

@@ -1,7 +1,7 @@
 """Evaluating coordinator policies: the eval loop, results files, tables, plots and the viewer.
 
     from conductor_env.evaluation import EvalConfig, evaluate, summarize
-    result = evaluate(EvalConfig("Conductor-RG-v0", pool="simulated", n=50), policies, "runs/rg")
+    result = evaluate(EvalConfig.for_id("Conductor-RG-v0", pool="simulated", n=50), policies, "runs/rg")
     summarize(result.records)
 
 The ``conductor-env eval``, ``report`` and ``demo`` commands are thin layers over this package.

@@ -7,99 +7,91 @@ failed episodes.
 
 from __future__ import annotations
 
-import difflib
-import inspect
 import json
 import os
 from typing import Any, Iterable, Mapping, Sequence
 
-import gymnasium as gym
-
 from conductor_env.agents.base import Policy
-from conductor_env.suite import TaskSuite
-from conductor_env.tasks.registry import SuiteError, get_suite
+from conductor_env.agents.specs import make_policy
+from conductor_env.envs.setup import EnvParts, EnvSetup, SetupError, suite_of_id
+from conductor_env.options import EnvOptionError, EnvOptions
+from conductor_env.tasks.registry import SuiteError
 from conductor_env.workers.pool import PoolError, WorkerPool, load_pool
-
-CONDUCTOR_ENTRY_POINT = "conductor_env.env:ConductorEnv"
 
 #: Environment variables the SDKs read when a pool entry names none (only for the vendors' own
 #: endpoints: a ``base_url`` pointing at a local server needs no key).
 DEFAULT_KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+#: Env settings with their own command-line flags, refused as ``--env-option``.
+RESERVED_OPTIONS = ("suite", "pool", "split", "sandbox", "suite_options")
 
 
 class EvalConfigError(ValueError):
     """An evaluation cannot start; the message names the problem and the fix in one line."""
 
 
-def conductor_env_ids() -> list[str]:
-    """Returns the registered gym ids whose environment is a :class:`ConductorEnv`."""
-    import conductor_env  # noqa: F401  (registers the built-in ids)
-
-    return sorted(env_id for env_id, spec in gym.registry.items() if spec.entry_point == CONDUCTOR_ENTRY_POINT)
-
-
-def _middle(env_id: str) -> str:
-    name = env_id.lower()
-    name = name[len("conductor-") :] if name.startswith("conductor-") else name
-    return name.rsplit("-v", 1)[0] if "-v" in name else name
-
-
 def check_env_id(env_id: str) -> str:
     """Returns the suite name behind a Conductor gym id.
-
-    Args:
-        env_id: A gym id such as ``"Conductor-RG-v0"``.
-
-    Returns:
-        The registry name of its suite (``"rg"``).
 
     Raises:
         EvalConfigError: For an unknown id, naming close matches and the known ids.
     """
-    known = conductor_env_ids()
-    if env_id not in known:
-        by_name = {_middle(k): k for k in known}  # compare "rg" with "rgg", not the shared affixes
-        close = difflib.get_close_matches(_middle(env_id), list(by_name), n=2, cutoff=0.6)
-        hint = f"did you mean {' or '.join(by_name[c] for c in close)}? " if close else ""
-        raise EvalConfigError(f"unknown env id {env_id!r}; {hint}known ids: {', '.join(known)}")
-    return str(gym.spec(env_id).kwargs["suite"])
+    try:
+        return suite_of_id(env_id)
+    except SetupError as error:
+        raise EvalConfigError(str(error)) from error
 
 
-def build_suite(env_id: str, *, split: str | None, sandbox: str | None, options: Mapping[str, Any]) -> tuple[TaskSuite, list[str]]:
-    """Builds the suite of an env id once (every environment of the run shares it).
-
-    Args:
-        env_id: A Conductor gym id.
-        split: The problem split (``None``: the suite's default); checked here.
-        sandbox: ``"docker"``, ``"local"``, ``"auto"`` or ``None`` (the suite's default).
-        options: Extra suite options (``data_files=...``).
-
-    Returns:
-        The suite and warnings to show (e.g. a sandbox given to a suite that runs no code).
+def env_options_of(values: Mapping[str, Any]) -> EnvOptions:
+    """Reads ``--env-option`` values into :class:`EnvOptions`.
 
     Raises:
-        EvalConfigError: When the suite cannot be built or the split is empty.
+        EvalConfigError: For a reserved, unknown (naming the closest) or bad option.
     """
-    name = check_env_id(env_id)
-    warnings = []
-    suite_options = dict(options)
+    for key in values:
+        if key in RESERVED_OPTIONS:
+            raise EvalConfigError(f"--env-option {key}=... is not allowed; use --{key.replace('_', '-')} instead")
     try:
-        if sandbox is not None:
-            try:
-                suite = get_suite(name, **suite_options, sandbox=sandbox)
-            except SuiteError as error:
-                if not isinstance(error.__cause__, TypeError):
-                    raise
-                warnings.append(f"{env_id} runs no code, so --sandbox {sandbox} is ignored")
-                suite = get_suite(name, **suite_options)
-        else:
-            suite = get_suite(name, **suite_options)
-        problems = suite.problems(split)
+        return EnvOptions.from_mapping(values)
+    except EnvOptionError as error:
+        message = str(error).replace("unknown env option", "unknown --env-option").replace("did you mean '", "did you mean ").replace("'? ", "? ")
+        raise EvalConfigError(message) from error
+
+
+def setup_for(
+    env_id: str,
+    *,
+    pool: str | WorkerPool = "simulated",
+    split: str | None = None,
+    sandbox: str | None = None,
+    suite_options: Mapping[str, Any] | None = None,
+    env_options: Mapping[str, Any] | None = None,
+) -> EnvSetup:
+    """Returns the :class:`EnvSetup` of a gym id and command-line settings, checked.
+
+    Raises:
+        EvalConfigError: For an unknown id or a reserved, unknown or bad env option.
+    """
+    check_env_id(env_id)
+    return EnvSetup.from_id(env_id, pool=pool, split=split, sandbox=sandbox, suite_options=dict(suite_options or {}), options=env_options_of(env_options or {}))
+
+
+def build_parts(setup: EnvSetup) -> EnvParts:
+    """Builds the suite and pool an evaluation's envs share, checking the pool's API keys.
+
+    Raises:
+        EvalConfigError: When the suite or pool cannot be built, the split is empty, or an API
+            key is missing.
+    """
+    try:
+        suite, notes = setup.build_suite()
     except (SuiteError, KeyError, ValueError, FileNotFoundError) as error:
-        raise EvalConfigError(f"{env_id}: {_one_line(error)}") from error
-    if not problems:
-        raise EvalConfigError(f"{env_id} has no problems in split {split!r}; pick another --split")
-    return suite, warnings
+        raise EvalConfigError(f"{setup.env_id}: {_one_line(error)}") from error
+    try:
+        pool = build_pool(setup.pool)
+    except BaseException:
+        suite.close()
+        raise
+    return EnvParts(suite, pool, notes)
 
 
 def build_pool(source: str | WorkerPool) -> WorkerPool:
@@ -158,10 +150,6 @@ def build_policies(specs: Sequence[str], **options: Any) -> list[Policy]:
     """
     if not specs:
         raise EvalConfigError("no policy given; pass --policy SPEC (e.g. --policy single:0)")
-    try:
-        from conductor_env.agents import make_policy
-    except ImportError as error:  # pragma: no cover - the agents package ships with the env
-        raise EvalConfigError(f"the reference policies are not installed ({error})") from error
     policies = []
     for spec in specs:
         try:
@@ -177,25 +165,6 @@ def build_policies(specs: Sequence[str], **options: Any) -> list[Policy]:
     if duplicates:
         raise EvalConfigError(f"policies {duplicates} were given twice; pass each --policy once")
     return policies
-
-
-def check_env_options(options: Mapping[str, Any]) -> None:
-    """Raises :class:`EvalConfigError` for an option :class:`ConductorEnv` does not take.
-
-    ``suite``, ``pool``, ``split`` and ``sandbox`` have their own arguments and are refused here.
-    """
-    from conductor_env.env import ConductorEnv
-
-    parameters = inspect.signature(ConductorEnv.__init__).parameters
-    reserved = {"self", "suite", "pool", "split", "sandbox", "suite_options"}
-    accepted = sorted(p for p in parameters if p not in reserved)
-    for key in options:
-        if key in reserved:
-            raise EvalConfigError(f"--env-option {key}=... is not allowed; use --{key.replace('_', '-')} instead")
-        if key not in parameters:
-            close = difflib.get_close_matches(key, accepted, n=1)
-            hint = f"did you mean {close[0]}? " if close else ""
-            raise EvalConfigError(f"unknown --env-option {key!r}; {hint}env options: {', '.join(accepted)}")
 
 
 def parse_option_values(pairs: Iterable[str], flag: str) -> dict[str, Any]:

@@ -1,0 +1,152 @@
+"""What the Conductor sees: the observation dict, its space, and the bounds of its text entries.
+
+Besides the rendered ``prompt``, an observation carries as fields what a policy needs to write a
+valid workflow (``num_workers``, ``conductor_id``, ``max_steps``), so no policy reads structure
+back out of prompt text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from gymnasium import spaces
+
+from conductor_env.calls import ShownWorker
+from conductor_env.options import EnvOptions
+from conductor_env.prompts import WORKED_EXAMPLES, conductor_prompt, select_examples
+from conductor_env.spaces import Utf8Text, shorten_text, utf8_size
+
+#: Each earlier round's rendered workflow and answer are cut (in the middle) to this many UTF-8
+#: bytes in ``history``; the workers still see them whole.
+HISTORY_PART_BYTES = 8 * 1024
+#: ``conductor_id`` when the Conductor is not offered as a worker.
+NO_CONDUCTOR = -1
+SELF_LINE = "yourself (the Conductor; its step gets its own workflow)"
+
+
+@dataclass(frozen=True)
+class HistoryRound:
+    """One finished round as the next round's observation shows it."""
+
+    workflow: str
+    answer: str
+
+
+class ObservationBuilder:
+    """Builds the observations of one env: its space, and each observation within it.
+
+    Args:
+        specs: The whole pool's entries in canonical order (sub-pools show some of them).
+        options: The env's options.
+    """
+
+    def __init__(self, specs: Sequence[ShownWorker], options: EnvOptions) -> None:
+        self.specs = tuple(specs)
+        self.options = options
+        self.text_limits = self._text_limits()
+        pool_ids = len(self.specs) + 1  # every worker and the Conductor's own id
+        self.space = spaces.Dict(
+            {
+                **{name: Utf8Text(limit) for name, limit in self.text_limits.items()},
+                "round": spaces.Discrete(options.max_rounds),
+                "depth": spaces.Discrete(options.depth_limit + 1),
+                "num_workers": spaces.Discrete(pool_ids + 1),
+                "conductor_id": spaces.Discrete(pool_ids + 1, start=NO_CONDUCTOR),
+                "max_steps": spaces.Discrete(options.max_steps + 1),
+            }
+        )
+
+    def _text_limits(self) -> dict[str, int]:
+        """Returns the most UTF-8 bytes each text entry of an observation can take."""
+        options = self.options
+        id_width = len(str(len(self.specs)))  # the widest shown id, the conductor's included
+        widest = "9" * id_width
+        lines = [self._line(widest, spec) for spec in self.specs]
+        if options.self_call:
+            lines.append(f"Model id {widest}: {SELF_LINE}")
+        workers = utf8_size("\n".join(lines))
+        rounds = options.max_rounds
+        history_round = len(f"Round {rounds} workflow:\n\nRound {rounds} answer:\n\n\n") + 2 * HISTORY_PART_BYTES
+        history = (rounds - 1) * history_round
+        # Every worked example (a superset of any selection) and the text that comes with a history.
+        fixed = utf8_size(conductor_prompt("", "", examples=WORKED_EXAMPLES, max_steps=options.max_steps, access=options.access, history="-"))
+        return {
+            "prompt": fixed + options.max_question_bytes + workers + history,
+            "question": options.max_question_bytes,
+            "workers": workers,
+            "history": history,
+        }
+
+    def _line(self, shown_id: str | int, spec: ShownWorker) -> str:
+        if not self.options.show_names:
+            return f"Model id {shown_id}"
+        about = f" ({spec.description})" if spec.description else ""
+        return f"Model id {shown_id}: {spec.model or spec.name}{about}"
+
+    def worker_lines(self, shown: Sequence[int], conductor_id: int | None) -> list[str]:
+        """Returns the pool listing: one line per shown worker, then the Conductor's own id."""
+        lines = [self._line(shown_id, self.specs[index]) for shown_id, index in enumerate(shown)]
+        if conductor_id is not None:
+            lines.append(f"Model id {conductor_id}: {SELF_LINE}")
+        return lines
+
+    @staticmethod
+    def history_text(rounds: Sequence[HistoryRound]) -> str:
+        """Renders earlier rounds for the next round's prompt, each part cut to its bound."""
+        blocks = []
+        for k, done in enumerate(rounds):
+            workflow = shorten_text(done.workflow, HISTORY_PART_BYTES)
+            answer = shorten_text(done.answer, HISTORY_PART_BYTES)
+            blocks.append(f"Round {k + 1} workflow:\n{workflow}\nRound {k + 1} answer:\n{answer}")
+        return "\n\n".join(blocks)
+
+    def build(
+        self,
+        question: str,
+        *,
+        domain: str,
+        shown: Sequence[int],
+        conductor_id: int | None,
+        depth: int,
+        round_index: int,
+        history: Sequence[HistoryRound] = (),
+    ) -> dict[str, Any]:
+        """Returns one observation.
+
+        Args:
+            question: The problem's question, or a self-call frame's subtask.
+            domain: The problem's domain (picks the worked examples).
+            shown: The pool indices shown this episode, in shown-id order.
+            conductor_id: The Conductor's own worker id, or ``None`` when it cannot be called.
+            depth: 0 at the top, ``d`` inside a self-call frame of depth ``d``.
+            round_index: The round about to be played (0 inside frames).
+            history: Earlier rounds (shown at the top level only).
+
+        Returns:
+            The observation dict (a new one every call).
+
+        Raises:
+            RuntimeError: When an entry is over its bound (a bug in the bounds, never the policy's).
+        """
+        options = self.options
+        workers = "\n".join(self.worker_lines(shown, conductor_id))
+        history_text = self.history_text(history) if depth == 0 else ""
+        question = shorten_text(question, options.max_question_bytes)
+        examples = select_examples(domain, options.examples, options.num_examples)
+        prompt = conductor_prompt(question, workers, examples=examples, max_steps=options.max_steps, access=options.access, history=history_text)
+        observation = {
+            "prompt": prompt,
+            "question": question,
+            "workers": workers,
+            "history": history_text,
+            "round": round_index if depth == 0 else 0,
+            "depth": depth,
+            "num_workers": len(shown) + (conductor_id is not None),
+            "conductor_id": NO_CONDUCTOR if conductor_id is None else conductor_id,
+            "max_steps": options.max_steps,
+        }
+        for name, limit in self.text_limits.items():
+            if utf8_size(observation[name]) > limit:
+                raise RuntimeError(f"observation {name!r} is {utf8_size(observation[name])} UTF-8 bytes, over its bound {limit}")
+        return observation

@@ -1,0 +1,145 @@
+"""The env's options as one typed, frozen value (:class:`EnvOptions`).
+
+Everything that shapes an episode apart from the suite, the pool and the split: the workflow
+language's limits, rounds, self-calls, the prompt's examples, worker call settings and the reward.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from conductor_env.calls import RetryPolicy
+from conductor_env.executor import AnswerFrom
+from conductor_env.prompts import ExampleSelection
+from conductor_env.rewards import REWARD_SCHEMES
+from conductor_env.workflow import AccessMode, MAX_ACTION_CHARS
+
+#: Default longest question (UTF-8 bytes) the observation space holds; the questions of the shipped
+#: suites we measured (LiveCodeBench, MATH-500, AIME, GPQA, MMLU) stay under 6 KB.
+MAX_QUESTION_BYTES = 32 * 1024
+#: Longest action (UTF-8 bytes) in the action space: four times the parser's limit of
+#: :data:`~conductor_env.workflow.MAX_ACTION_CHARS` characters (a character takes at most 4 bytes),
+#: so every action the parser reads is in the space; longer ones get the ``too_long`` parse error.
+MAX_ACTION_BYTES = 4 * MAX_ACTION_CHARS
+
+SubpoolSize = int | tuple[int, int] | None
+
+
+class EnvOptionError(ValueError, TypeError):
+    """An env option is unknown (a ``TypeError``, as for any unknown keyword) or has a bad value
+    (a ``ValueError``); the message names it and the fix."""
+
+
+@dataclass(frozen=True)
+class EnvOptions:
+    """How a :class:`~conductor_env.env.ConductorEnv` runs its episodes.
+
+    Attributes:
+        reward: ``"paper"``, ``"paper_code"``, ``"correctness"`` or ``"cost_aware"``.
+        price_weight: Reward lost per USD (``cost_aware``).
+        max_steps: Most steps per workflow.
+        access: ``"binary"`` (the paper) or ``"indices"`` (fine-grained lists).
+        max_rounds: Rounds per episode (the original code's recursion; 1 = single round).
+        round_discount: Base discount of the round credit (0.25 in the paper's checkpoints).
+        subpool_size: ``None`` (whole pool, canonical order), an int, or ``(min, max)``: a random
+            sub-pool per episode with renumbered ids.
+        show_names: Reveal worker names and descriptions (hidden by default, as in the paper).
+        self_call: Offer the Conductor itself as the last worker id.
+        max_depth: Deepest self-call frame (0 when ``self_call`` is off).
+        examples: Which worked examples the prompt shows (``"out_of_domain"`` by default).
+        num_examples: How many worked examples.
+        worker_max_tokens: Output-token limit per worker call (``None``: each worker's default).
+        worker_temperature: Temperature per worker call (``None``: each worker's default).
+        prefill: Prefill the worker's answer with "Let me solve this step by step." as the
+            released code does (only for backends that accept an assistant prefill).
+        answer_from: ``"last"`` step's response (the paper) or ``"last_nonempty"``.
+        retry: Retry policy for worker calls.
+        max_question_bytes: Longest question (UTF-8 bytes) the observation space holds;
+            ``reset`` on a longer problem raises ``ValueError``.
+
+    Raises:
+        EnvOptionError: From the constructor, for a value out of range.
+    """
+
+    reward: str = "paper"
+    price_weight: float = 0.0
+    max_steps: int = 5
+    access: AccessMode = "binary"
+    max_rounds: int = 1
+    round_discount: float = 0.25
+    subpool_size: SubpoolSize = None
+    show_names: bool = False
+    self_call: bool = False
+    max_depth: int = 1
+    examples: ExampleSelection = "out_of_domain"
+    num_examples: int = 4
+    worker_max_tokens: int | None = None
+    worker_temperature: float | None = None
+    prefill: bool = False
+    answer_from: AnswerFrom = "last"
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    max_question_bytes: int = MAX_QUESTION_BYTES
+
+    def __post_init__(self) -> None:
+        if self.access not in ("binary", "indices"):
+            raise EnvOptionError(f"access must be 'binary' or 'indices', got {self.access!r}")
+        if self.reward not in REWARD_SCHEMES:
+            raise EnvOptionError(f"unknown reward scheme {self.reward!r}; use one of {REWARD_SCHEMES}")
+        if self.max_rounds < 1 or self.max_steps < 1 or self.max_depth < 0:
+            raise EnvOptionError("max_rounds and max_steps must be >= 1 and max_depth >= 0")
+        if self.max_question_bytes < 1:
+            raise EnvOptionError(f"max_question_bytes must be >= 1, got {self.max_question_bytes!r}")
+        if isinstance(self.subpool_size, list):  # from JSON (the CLI, a manifest): keep it hashable
+            object.__setattr__(self, "subpool_size", tuple(self.subpool_size))
+        if isinstance(self.retry, Mapping):
+            object.__setattr__(self, "retry", RetryPolicy(**self.retry))
+        elif self.retry is None:
+            object.__setattr__(self, "retry", RetryPolicy())
+
+    @property
+    def depth_limit(self) -> int:
+        """The deepest self-call frame an episode can open (0 without self-calls)."""
+        return self.max_depth if self.self_call else 0
+
+    @classmethod
+    def names(cls) -> list[str]:
+        """Returns the option names, in declaration order."""
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any] | EnvOptions | None = None, **more: Any) -> EnvOptions:
+        """Builds options from keyword values (``gym.make`` kwargs, a CLI's ``--env-option``).
+
+        Args:
+            values: Options by name, or an :class:`EnvOptions` to start from.
+            **more: More options by name (they win over ``values``).
+
+        Returns:
+            The options.
+
+        Raises:
+            EnvOptionError: For an unknown name (naming the closest option) or a bad value.
+        """
+        base = values if isinstance(values, EnvOptions) else cls()
+        given = {**({} if isinstance(values, EnvOptions) or values is None else dict(values)), **more}
+        known = cls.names()
+        for key in given:
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise EnvOptionError(f"unknown env option {key!r}; {hint}env options: {', '.join(known)}")
+        return dataclasses.replace(base, **given)
+
+    def changed(self) -> dict[str, Any]:
+        """Returns the options that differ from the defaults, as JSON-friendly values."""
+        default = EnvOptions()
+        out: dict[str, Any] = {}
+        for name in self.names():
+            value = getattr(self, name)
+            if value != getattr(default, name):
+                out[name] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+        return out
+

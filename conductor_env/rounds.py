@@ -1,0 +1,251 @@
+"""One round of an episode: parse the workflow, run it on the workers, verify, reward.
+
+:class:`RoundPlayer` holds what every round of an env shares (the suite, the pool, the options,
+the reward scheme); :class:`EpisodeState` holds what one episode has done so far. A round returns
+its ``info``, reward and end flags; the env turns them into a Gymnasium step result.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from conductor_env.calls import Completion, SimulationOracle, WorkerError, WorkerPoolLike
+from conductor_env.executor import Execution, execute_workflow
+from conductor_env.frames import FrameChannel, FrameParseError
+from conductor_env.info import FrameInfo, StepInfo, empty_info
+from conductor_env.observation import HistoryRound
+from conductor_env.options import EnvOptions
+from conductor_env.prompts import PREFILL, VisibleStep
+from conductor_env.rewards import RewardScheme, round_credit
+from conductor_env.suite import Problem, Score, TaskSuite, VerifierError
+from conductor_env.workflow import Step, Workflow, WorkflowError, parse_workflow
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Round:
+    """What one finished round produced (for history, rewards and the next round's context)."""
+
+    workflow: Workflow
+    answer: str
+    score: Score
+    reward: float
+    execution: Execution | None = None
+
+
+@dataclass
+class EpisodeState:
+    """The episode in progress: its problem, shown sub-pool, seed and finished rounds."""
+
+    problem: Problem
+    shown: tuple[int, ...]
+    seed: int
+    options: EnvOptions
+    rounds: list[Round] = field(default_factory=list)
+    frames: list[FrameInfo] = field(default_factory=list)
+    done: bool = False
+
+    def conductor_id(self, depth: int) -> int | None:
+        """The Conductor's own worker id in a frame at ``depth`` (``None``: it cannot be called)."""
+        return len(self.shown) if self.options.self_call and depth < self.options.max_depth else None
+
+    def shown_count(self, depth: int) -> int:
+        """How many worker ids a workflow at ``depth`` may use."""
+        return len(self.shown) + (self.conductor_id(depth) is not None)
+
+    def history(self) -> list[HistoryRound]:
+        """The finished rounds as the next round's observation shows them."""
+        return [HistoryRound(done.workflow.render(), done.answer) for done in self.rounds]
+
+    def worker_map(self, names: list[str]) -> dict[int, str]:
+        """Shown id -> pool worker name (``names`` in canonical order), ``"conductor"`` for its own id."""
+        mapping = {i: names[index] for i, index in enumerate(self.shown)}
+        conductor = self.conductor_id(0)
+        if conductor is not None:
+            mapping[conductor] = "conductor"
+        return mapping
+
+
+#: A round's outcome: ``(info, reward, terminated, truncated)``.
+RoundOutcome = tuple[StepInfo, float, bool, bool]
+
+
+class RoundPlayer:
+    """Plays the rounds of one env's episodes.
+
+    Args:
+        suite: Verifies answers.
+        pool: Runs workflow steps.
+        options: The env's options.
+    """
+
+    def __init__(self, suite: TaskSuite, pool: WorkerPoolLike, options: EnvOptions) -> None:
+        self.suite = suite
+        self.pool = pool
+        self.options = options
+        self.reward_scheme = RewardScheme(options.reward, options.price_weight)
+
+    def base_info(self, episode: EpisodeState, round_index: int) -> StepInfo:
+        """Returns the ``info`` of a step that has produced nothing yet."""
+        names = [spec.name for spec in self.pool.specs]
+        return empty_info(
+            problem_id=episode.problem.id,
+            domain=episode.problem.domain,
+            round_index=round_index,
+            access=self.options.access,
+            worker_map=episode.worker_map(names),
+        )
+
+    async def play(self, episode: EpisodeState, action: str, frames: FrameChannel | None) -> RoundOutcome:
+        """Plays one round from the Conductor's action.
+
+        Args:
+            episode: The episode; the finished round is appended to it.
+            action: The workflow text.
+            frames: Where self-call frames are posted (``None`` without self-calls).
+
+        Returns:
+            The round's ``info``, reward, ``terminated`` and ``truncated``.
+        """
+        round_index = len(episode.rounds)
+        previous = episode.rounds[-1] if episode.rounds else None
+        info = self.base_info(episode, round_index)
+        try:
+            workflow = parse_workflow(
+                action, num_workers=episode.shown_count(0), max_steps=self.options.max_steps,
+                access=self.options.access, allow_empty=previous is not None,
+            )
+        except WorkflowError as error:
+            return self._unparsed(episode, info, error.reason, error.detail, previous)
+        info["workflow"] = workflow.to_dict()
+        if workflow.is_empty:
+            assert previous is not None
+            return self._keep_previous(episode, info, previous)
+        try:
+            execution = await execute_workflow(
+                workflow,
+                question=episode.problem.question,
+                call_step=self._caller(episode, 0, round_index, frames),
+                worker_name=self._worker_name(episode, 0),
+                previous_steps=self._visible_previous(previous),
+                answer_from=self.options.answer_from,
+            )
+        except FrameParseError as error:
+            detail = f"in the self-call frame at depth {error.depth}: {error.error.detail}"
+            return self._unparsed(episode, info, error.error.reason, detail, previous)
+        info.update(
+            trace=[t.to_dict() for t in execution.traces], cost_usd=execution.cost_usd,
+            tokens=execution.tokens, wall_s=execution.wall_s, frames=list(episode.frames),
+        )
+        if execution.infra_error is not None:
+            return self._infra_failure(episode, info, execution.infra_error, "worker failure (not scored)")
+        return await self._verified(episode, info, workflow, execution)
+
+    async def _verified(self, episode: EpisodeState, info: StepInfo, workflow: Workflow, execution: Execution) -> RoundOutcome:
+        try:
+            score = await self.suite.averify(episode.problem, execution.answer)
+        except VerifierError as error:
+            # Raised only where grading infrastructure failed (a sandbox died, the daemon is gone):
+            # not the answer's fault, so flag it like a worker outage instead of scoring it wrong.
+            info["answer"] = execution.answer
+            return self._infra_failure(episode, info, str(error), "verifier failure (not scored)")
+        except Exception as error:  # noqa: BLE001 - a grader failure must not crash the RL loop
+            # Anything else failed while reading or comparing the answer. Leaving it unscored would
+            # make crashing the grader an escape from a wrong-answer reward, so it is scored wrong.
+            logger.warning("verifier of %s raised on an answer: %r", episode.problem.id, error)
+            score = Score(False, 0.0, f"the answer could not be graded ({type(error).__name__}: {error})"[:500])
+        reward = self.reward_scheme(parsed=True, correct=score.correct, score=score.score, cost_usd=execution.cost_usd)
+        episode.rounds.append(Round(workflow, execution.answer, score, reward, execution))
+        info.update(answer=execution.answer, correct=score.correct, score=score.score, reason=score.reason, test_set=score.test_set)
+        return self._finish(episode, info, reward, terminated=len(episode.rounds) >= self.options.max_rounds)
+
+    @staticmethod
+    def _visible_previous(previous: Round | None) -> list[VisibleStep]:
+        if previous is None or previous.execution is None:
+            return []
+        return [VisibleStep(t.worker, t.subtask, t.response) for t in previous.execution.traces]
+
+    def _keep_previous(self, episode: EpisodeState, info: StepInfo, previous: Round) -> RoundOutcome:
+        """Three empty lists in a later round: the previous answer is final."""
+        score = previous.score
+        reward = self.reward_scheme(parsed=True, correct=score.correct, score=score.score)
+        episode.rounds.append(Round(previous.workflow, previous.answer, score, reward))
+        info.update(answer=previous.answer, correct=score.correct, score=score.score, reason="kept the previous answer", test_set=score.test_set)
+        return self._finish(episode, info, reward, terminated=True)
+
+    def _infra_failure(self, episode: EpisodeState, info: StepInfo, error: str, reason: str) -> RoundOutcome:
+        info.update(infra_error=error, reason=reason)
+        episode.done = True
+        return info, 0.0, False, True
+
+    def _unparsed(self, episode: EpisodeState, info: StepInfo, reason: str, detail: str, previous: Round | None) -> RoundOutcome:
+        info.update(parse_error=reason, parse_detail=detail, reason=f"unparsed workflow: {reason}", frames=list(episode.frames))
+        if previous is not None:  # a later round's bad workflow loses nothing already answered
+            info.update(answer=previous.answer, correct=previous.score.correct, score=previous.score.score, test_set=previous.score.test_set)
+        episode.rounds.append(Round(Workflow(()), info["answer"], Score(info["correct"], info["score"], info["reason"]), 0.0))
+        return self._finish(episode, info, 0.0, terminated=True)
+
+    def _finish(self, episode: EpisodeState, info: StepInfo, reward: float, *, terminated: bool) -> RoundOutcome:
+        rewards = [r.reward for r in episode.rounds]
+        info["round_rewards"] = rewards
+        info["round_credit"] = round_credit(rewards, self.options.round_discount)
+        episode.done = terminated
+        return info, float(reward), terminated, False
+
+    # ----------------------------------------------------------------- calling the workers
+
+    def _oracle(self, problem: Problem) -> SimulationOracle:
+        return SimulationOracle(problem.domain, self.suite.reference_response(problem), self.suite.wrong_response(problem))
+
+    def _worker_name(self, episode: EpisodeState, depth: int):
+        shown, conductor = episode.shown, episode.conductor_id(depth)
+        return lambda worker: "conductor" if worker == conductor else self.pool.specs[shown[worker]].name
+
+    def _caller(self, episode: EpisodeState, depth: int, round_index: int, frames: FrameChannel | None):
+        """Returns the :data:`~conductor_env.executor.StepCaller` for a frame at ``depth``."""
+        options, oracle, conductor = self.options, self._oracle(episode.problem), episode.conductor_id(depth)
+
+        async def call_step(index: int, step: Step, message: str) -> tuple[Completion, int]:
+            if step.worker == conductor:
+                assert frames is not None
+                return await self._self_call(episode, message, depth + 1, round_index, frames), 1
+            messages: list[dict[str, Any]] = [{"role": "user", "content": message}]
+            if options.prefill:
+                messages.append({"role": "assistant", "content": PREFILL})
+            seed = hash((episode.seed, depth, round_index, index)) & 0x7FFFFFFF
+            return await self.pool.call(
+                episode.shown[step.worker], messages, retry=options.retry, max_tokens=options.worker_max_tokens,
+                temperature=options.worker_temperature, seed=seed, oracle=oracle,
+            )
+
+        return call_step
+
+    async def _self_call(self, episode: EpisodeState, question: str, depth: int, round_index: int, frames: FrameChannel) -> Completion:
+        """Opens a frame at ``depth``: the policy's sub-workflow for ``question`` answers the step."""
+        action = await frames.ask(question, depth)
+        try:
+            workflow = parse_workflow(action, num_workers=episode.shown_count(depth), max_steps=self.options.max_steps, access=self.options.access)
+        except WorkflowError as error:
+            raise FrameParseError(error, depth) from error
+        execution = await execute_workflow(
+            workflow,
+            question=question,
+            call_step=self._caller(episode, depth, round_index, frames),
+            worker_name=self._worker_name(episode, depth),
+            answer_from=self.options.answer_from,
+        )
+        episode.frames.append(
+            {"depth": depth, "workflow": workflow.to_dict(), "trace": [t.to_dict() for t in execution.traces], "answer": execution.answer}
+        )
+        if execution.infra_error is not None:
+            raise WorkerError(f"in a self-call frame: {execution.infra_error}", retryable=False)
+        return Completion(
+            text=execution.answer,
+            prompt_tokens=sum(t.prompt_tokens for t in execution.traces),
+            completion_tokens=sum(t.completion_tokens for t in execution.traces),
+            cost_usd=execution.cost_usd,
+            latency_s=execution.wall_s,
+        )
