@@ -1,7 +1,7 @@
 """Replays the hostile-answer batteries of the code, math and choice suites and counts outcomes.
 
-Each attack from ``tests/test_hostile_humaneval.py``, ``tests/test_hostile_lcb.py`` and
-``tests/test_hostile_math_choice.py`` is graded by the importable ``conductor_env`` and counted
+Each attack from ``tests/tasks/test_hostile_humaneval.py``, ``tests/tasks/test_hostile_lcb.py`` and
+``tests/tasks/test_hostile_math_choice.py`` is graded by the importable ``conductor_env`` and counted
 as *paid* (graded correct), *partial* (a score above 0 though not correct: paid only by the
 opt-in ``correctness`` reward), *crash* (the verifier raised), *hang* (no verdict in 30 s) or *not
 paid*; the honest controls are counted as passed or not. A crash or a hang replaces the sandbox,
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
-sys.path[:0] = [str(TESTS), str(TESTS / "fixtures" / "sandbox")]
+sys.path[:0] = [str(TESTS / "tasks"), str(TESTS), str(TESTS / "fixtures" / "sandbox")]
 
 import test_hostile_humaneval as humaneval_battery  # noqa: E402
 import test_hostile_lcb as lcb_battery  # noqa: E402

@@ -151,7 +151,7 @@ def score_only_completions_on_cpu() -> bool:
     the LM-head work by (prompt + completion) / completion, which for a 300-token prompt, a
     40-token workflow and Gemma's 262k-token vocabulary makes the LM head most of the training
     time. The compact path is plain PyTorch there and gives the same log-probabilities (see
-    tests/test_agents_grpo.py), so it is enabled for CPU devices. Returns False (and changes
+    tests/agents/test_agents_grpo.py), so it is enabled for CPU devices. Returns False (and changes
     nothing) when this TRL version has no such switch.
     """
     try:

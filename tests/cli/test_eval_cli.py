@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "evaluation"
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:

@@ -28,12 +28,12 @@ from conductor_env.tasks.suites.livecodebench import LCB_IMPORT_HEADER, LiveCode
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lcb"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "lcb"
 SAMPLE = FIXTURES / "lcb_sample.jsonl"
 SAMPLE_PARQUET = FIXTURES / "lcb_sample.parquet"
 PUBLIC_ONLY = FIXTURES / "lcb_public_only.jsonl"
 MALICIOUS = [FIXTURES / "lcb_malicious_reduce.jsonl", FIXTURES / "lcb_malicious_sneaky.jsonl"]
-SHARED = Path(os.environ.get("CONDUCTOR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+SHARED = Path(os.environ.get("CONDUCTOR_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 KAGGLE_ROW = SHARED / "lcb_1873A_with_private_kaggle_demo.jsonl"
 V1_PUBLIC = SHARED / "lcb_release_v1_public_only.jsonl"
 

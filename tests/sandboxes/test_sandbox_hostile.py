@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "sandbox"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "sandbox"))
 
 from sandbox_helpers import BACKENDS, TEST_LIMITS, hostile, open_backend  # noqa: E402
 

@@ -20,8 +20,8 @@ from conductor_env.tasks.suites.math_suites import BOXED_INSTRUCTION, AIMESuite,
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
 
-FIXTURES = Path(__file__).parent / "fixtures" / "suites"
-SHARED = Path(os.environ.get("CONDUCTOR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "suites"
+SHARED = Path(os.environ.get("CONDUCTOR_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 
 
 def shared_file(name: str) -> Path:

@@ -132,7 +132,7 @@ def test_records_carry_every_field_and_grade_real_answers(tmp_path: Path) -> Non
 def test_records_and_report_say_which_tests_graded_code(tmp_path: Path, rows: str, test_set: str) -> None:
     from conductor_env.evaluation.report import build_report
 
-    data = Path(__file__).parent / "fixtures" / "lcb" / rows
+    data = Path(__file__).parents[1] / "fixtures" / "lcb" / rows
     config = EvalConfig.for_id("Conductor-LCB-v0", pool=sure_pool(), n=2, concurrency=2, sandbox="local", suite_options={"data_files": str(data)})
     result = evaluate(config, [FixedPolicy("wrong", SOLVE_WITH_1)], str(tmp_path))
     assert [r["test_set"] for r in lines(tmp_path)] == [test_set, test_set]

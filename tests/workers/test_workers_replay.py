@@ -20,7 +20,7 @@ from conductor_env.workers.recorder import RecordingWorker
 from conductor_env.workers.recordings import load_records, request_key
 from conductor_env.workers.replay import ReplayMissError, ReplayWorker, record_pool, replay_pool
 
-FIXTURES = Path(__file__).parent / "fixtures" / "workers"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "workers"
 FLAKY_POOL = str(FIXTURES / "flaky_simulated.toml")
 RETRY = RetryPolicy(max_attempts=6, base_delay_s=0.001, max_delay_s=0.002)
 WORKFLOW = 'model_id = [0, 1, 0]\nsubtasks = ["Solve it", "Solve it too", "Check both"]\naccess_list = [[], [], "all"]'

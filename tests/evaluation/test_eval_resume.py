@@ -14,7 +14,7 @@ from pathlib import Path
 import conductor_env  # noqa: F401
 from conductor_env.tasks import get_suite
 
-FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "evaluation"
 N = 30
 POLICIES = ("single:0", "template:plan-solve-verify")
 

@@ -22,7 +22,7 @@ from conductor_env.tasks import BUILTIN_SUITES, env_id_for
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SUITES = FIXTURES / "suites"
 HUMANEVAL = str(FIXTURES / "humaneval" / "humaneval_sample.jsonl")
 LCB = str(FIXTURES / "lcb" / "lcb_sample.jsonl")

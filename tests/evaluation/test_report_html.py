@@ -137,7 +137,7 @@ def test_filters_and_self_call_frames_reach_the_page(report_folder: Path) -> Non
 
 
 def test_episodes_graded_on_public_tests_only_are_marked(tmp_path: Path) -> None:
-    rows = Path(__file__).parent / "fixtures" / "lcb" / "lcb_public_only.jsonl"
+    rows = Path(__file__).parents[1] / "fixtures" / "lcb" / "lcb_public_only.jsonl"
     config = EvalConfig.for_id("Conductor-LCB-v0", pool=pool(), n=2, concurrency=2, sandbox="local", suite_options={"data_files": str(rows)})
     evaluate(config, [FixedPolicy("single", 'model_id = [0]\nsubtasks = ["Solve."]\naccess_list = [[]]')], str(tmp_path))
     rendered = render_page(build_report(tmp_path).html_path)

@@ -15,7 +15,7 @@ from conductor_env.tasks.extract import extract_choice
 from conductor_env.tasks.suites.choice import GPQASuite
 from conductor_env.tasks.suites.math_suites import AIMESuite, Math500Suite
 
-FIXTURES = Path(__file__).parent / "fixtures" / "suites"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "suites"
 
 #: Answers to a problem whose gold answer is 3/4.
 MATH_ATTACKS = {

@@ -20,8 +20,8 @@ from conductor_env.tasks.suites.rlpr import RLPRSuite, extract_tagged_answer, rl
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
 
-FIXTURES = Path(__file__).parent / "fixtures" / "suites"
-SHARED = Path(os.environ.get("CONDUCTOR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "suites"
+SHARED = Path(os.environ.get("CONDUCTOR_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 
 # The LCB rows of these files have no private tests (like the public-only release_v1 export), so
 # reading the mix's train split needs allow_public_only=True (see the public-only tests below).
@@ -30,7 +30,7 @@ FILES = {
     "mmlu": str(FIXTURES / "mmlu.jsonl"),
     "lcb": str(FIXTURES / "lcb_v1.jsonl"),
 }
-LCB_WITH_HIDDEN_TESTS = str(Path(__file__).parent / "fixtures" / "lcb" / "lcb_sample.jsonl")
+LCB_WITH_HIDDEN_TESTS = str(Path(__file__).parents[1] / "fixtures" / "lcb" / "lcb_sample.jsonl")
 
 # The opt-in's warning is expected wherever a test opts in; the tests of the warning record it.
 pytestmark = pytest.mark.filterwarnings("ignore::conductor_env.tasks.public_tests.PublicOnlyWarning")

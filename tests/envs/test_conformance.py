@@ -26,7 +26,7 @@ from conductor_env.suite import VerifierError
 from conductor_env.tasks.suites.procedural import ReasoningGymSuite
 from conductor_env.calls import RetryPolicy
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 SUITES = FIXTURES / "suites"
 
 #: Small offline options for every built-in id; code suites grade in the local (bubblewrap) sandbox.

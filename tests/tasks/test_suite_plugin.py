@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 PLUGIN_MODULE = '''
 """A third-party suite: one arithmetic question per number, graded on the last line."""

@@ -17,7 +17,7 @@ import pytest
 from conductor_env.sandboxes import Limits, docker_available, get_sandbox
 from conductor_env.tasks.suites.livecodebench import LiveCodeBenchSuite
 
-SAMPLE = Path(__file__).resolve().parent / "fixtures" / "lcb" / "lcb_sample.jsonl"
+SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "lcb" / "lcb_sample.jsonl"
 LIMITS = Limits(wall_s=3.0, cpu_s=2, memory_mb=512, processes=32, output_bytes=1 << 18)
 BACKENDS = [pytest.param("local", id="local"), pytest.param("docker", id="docker", marks=pytest.mark.docker)]
 
