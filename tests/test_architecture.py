@@ -20,7 +20,6 @@ registers the gym ids; it is left out of the graph.
 from __future__ import annotations
 
 import ast
-import collections
 from pathlib import Path
 
 import pytest
