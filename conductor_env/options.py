@@ -30,7 +30,17 @@ SubpoolSize = int | tuple[int, int] | None
 
 class EnvOptionError(ValueError, TypeError):
     """An env option is unknown (a ``TypeError``, as for any unknown keyword) or has a bad value
-    (a ``ValueError``); the message names it and the fix."""
+    (a ``ValueError``); the message names it and the fix.
+
+    Attributes:
+        unknown: The unknown option's name (``""`` for a bad value).
+        closest: The known option closest to it (``""`` when none is close).
+    """
+
+    def __init__(self, message: str, *, unknown: str = "", closest: str = "") -> None:
+        super().__init__(message)
+        self.unknown = unknown
+        self.closest = closest
 
 
 @dataclass(frozen=True)
@@ -128,9 +138,9 @@ class EnvOptions:
         known = cls.names()
         for key in given:
             if key not in known:
-                close = difflib.get_close_matches(key, known, n=1)
-                hint = f"did you mean {close[0]!r}? " if close else ""
-                raise EnvOptionError(f"unknown env option {key!r}; {hint}env options: {', '.join(known)}")
+                closest = next(iter(difflib.get_close_matches(key, known, n=1)), "")
+                hint = f"did you mean {closest!r}? " if closest else ""
+                raise EnvOptionError(f"unknown env option {key!r}; {hint}env options: {', '.join(known)}", unknown=key, closest=closest)
         return dataclasses.replace(base, **given)
 
     def changed(self) -> dict[str, Any]:

@@ -53,8 +53,10 @@ def env_options_of(values: Mapping[str, Any]) -> EnvOptions:
     try:
         return EnvOptions.from_mapping(values)
     except EnvOptionError as error:
-        message = str(error).replace("unknown env option", "unknown --env-option").replace("did you mean '", "did you mean ").replace("'? ", "? ")
-        raise EvalConfigError(message) from error
+        if not error.unknown:
+            raise EvalConfigError(f"--env-option: {error}") from error
+        hint = f"did you mean {error.closest}? " if error.closest else ""
+        raise EvalConfigError(f"unknown --env-option {error.unknown!r}; {hint}env options: {', '.join(EnvOptions.names())}") from error
 
 
 def setup_for(
