@@ -26,6 +26,7 @@ from conductor_env.evaluation.records import EpisodeSpec, plan_episodes, record_
 from conductor_env.evaluation.results import ResultsWriter, episode_key, read_manifest, read_results, write_manifest
 from conductor_env.evaluation.setup import EvalConfigError, build_parts, setup_for
 from conductor_env.event_loop import background_loop
+from conductor_env.options import EnvOptions
 from conductor_env.tasks.public_tests import public_only_problems
 
 #: Settings that must match between a run and its resumption (others, like the policies or N,
@@ -135,11 +136,21 @@ def _check_resumable(out_dir: str, manifest: dict[str, Any]) -> dict[str, Any] |
     """Returns the manifest of the run already in ``out_dir`` (``None``: none), refusing another run's."""
     previous = read_manifest(out_dir)
     if previous is not None:
+        previous = dict(previous, env_options=_comparable_options(previous.get("env_options")))
         different = [k for k in MANIFEST_KEYS if previous.get(k) != manifest.get(k)]
         if different:
             shown = ", ".join(f"{k}={previous.get(k)!r}" for k in different)
             raise EvalConfigError(f"{out_dir!r} holds a run with {shown}; rerun with those settings to resume, or pick a new --out")
     return previous
+
+
+def _comparable_options(recorded: Any) -> Any:
+    """A manifest's env options as this version records them (those that differ from the
+    defaults), so a run whose ``run.json`` spelled out a default (``max_rounds=1``) still resumes."""
+    try:
+        return _as_json(EnvOptions.from_mapping(recorded or {}).changed())
+    except (TypeError, ValueError):  # options this version does not know: compared as written
+        return recorded
 
 
 def _finished_records(out_dir: str, config: EvalConfig, warnings: list[str]) -> list[dict[str, Any]]:

@@ -310,3 +310,16 @@ def test_plan_is_problem_major_and_seeds_are_shared_across_policies() -> None:
     assert [(s.problem_id, s.sample, s.policy) for s in plan[:4]] == [("p0", 0, "a"), ("p0", 0, "b"), ("p0", 1, "a"), ("p0", 1, "b")]
     assert [s.seed for s in plan] == [10, 10, 11, 11, 12, 12, 13, 13]
     assert len(plan_episodes(["p0"], ["a"], n=5, samples=1, seed=0)) == 1
+
+
+def test_a_run_that_spelled_out_default_options_still_resumes(tmp_path):
+    policy = FixedPolicy("p", SOLVE_WITH_0)
+    evaluate(EvalConfig.for_id(RG, pool=sure_pool(), n=2, concurrency=2), [policy], str(tmp_path))
+    manifest = json.loads((tmp_path / "run.json").read_text())
+    assert manifest["env_options"] == {}
+    manifest["env_options"] = {"max_rounds": 1, "access": "binary"}  # as an older version wrote them
+    (tmp_path / "run.json").write_text(json.dumps(manifest))
+    result = evaluate(EvalConfig.for_id(RG, pool=sure_pool(), n=2, concurrency=2), [policy], str(tmp_path))
+    assert result.skipped == 2 and result.new_records == []
+    with pytest.raises(EvalConfigError, match="env_options"):
+        evaluate(EvalConfig.for_id(RG, pool=sure_pool(), n=2, concurrency=2, env_options={"max_rounds": 2}), [policy], str(tmp_path))
