@@ -47,6 +47,11 @@ AGGREGATE = (
     "You are given several candidate responses to the task. Synthesise them into one high-quality "
     "response: evaluate them critically, keep what is correct and fix what is wrong. " + FINAL_FORMAT
 )
+VOTE = (
+    "Several independent solutions to the task are given. Compare their final answers and give the answer "
+    "that most of them reach (the majority vote); when no answer has a majority, give the one best supported "
+    "by its reasoning. " + FINAL_FORMAT
+)
 
 #: Intermediate subtasks the ``random`` baseline draws from (its last step always uses ``SOLVE``
 #: or ``VERIFY``/``JUDGE``-like text ending with :data:`FINAL_FORMAT`).
@@ -55,6 +60,9 @@ _RANDOM_LAST = (SOLVE, VERIFY, JUDGE, REFLECT, AGGREGATE)
 
 #: The most steps a workflow may have (the paper's limit, the env's default ``max_steps``).
 MAX_STEPS = 5
+#: The most ``moa`` proposers (the paper's MoA baseline makes 8 calls); more than
+#: ``MAX_STEPS - 1`` needs an env with a larger ``max_steps``.
+MAX_PROPOSERS = 8
 
 
 def worker_ids(observation: Observation) -> list[int]:
@@ -117,6 +125,26 @@ def reflect_workflow(worker: int, turns: int) -> Workflow:
 def moa_workflow(proposers: Sequence[int], aggregator: int) -> Workflow:
     """Mixture-of-Agents, one layer: independent proposals, then an aggregator reading all."""
     return build_workflow([*((w, ATTEMPT, False) for w in proposers), (aggregator, AGGREGATE, True)])
+
+
+def same_budget_workflow(worker: int, calls: int) -> Workflow:
+    """``calls`` calls to one worker: ``calls - 1`` independent attempts, then a majority vote over them.
+
+    One call is a single attempt; two are an attempt and a vote that reads it.
+    """
+    if calls == 1:
+        return single_workflow(worker)
+    return build_workflow([*((worker, ATTEMPT, False) for _ in range(calls - 1)), (worker, VOTE, True)])
+
+
+def check_fits(name: str, steps: int, observation: Observation) -> None:
+    """Raises :class:`ValueError` when a ``steps``-step workflow exceeds the observation's ``max_steps``."""
+    limit = max_steps(observation)
+    if steps > limit:
+        raise ValueError(
+            f"policy {name!r} writes {steps} steps but the env allows {limit}; make the env with max_steps={steps} "
+            f"(--env-option max_steps={steps})"
+        )
 
 
 class _BaselinePolicy(Policy):
@@ -231,22 +259,57 @@ class SelfReflection(_BaselinePolicy):
 class MixtureOfAgents(_BaselinePolicy):
     """``moa:<k>``: ``k`` proposers cycling through the shown pool, then one aggregator (id 0).
 
+    The paper's MoA baseline is one layer of 8 calls: ``moa:7`` on its 7-worker pool (every worker
+    proposes once, then the aggregator) or ``moa:8`` (8 proposals, one worker twice, then the
+    aggregator). A workflow has ``k + 1`` steps, so ``k > 4`` needs an env made with
+    ``max_steps >= k + 1`` (``--env-option max_steps=9`` for ``moa:8``); otherwise acting raises.
+
     Args:
-        k: Number of proposers, 1 to 4 (the aggregator makes it at most 5 steps).
+        k: Number of proposers, 1 to 8.
         aggregator: Shown id of the aggregator (default 0, the first shown worker).
         wrap_ids: Map an aggregator id the observation does not show onto the pool modulo its size.
     """
 
     def __init__(self, k: int, *, aggregator: int = 0, wrap_ids: bool = False) -> None:
-        if not 1 <= k <= MAX_STEPS - 1:
-            raise ValueError(f"moa:<k> needs 1 <= k <= {MAX_STEPS - 1} (k proposers + 1 aggregator), got {k}")
+        if not 1 <= k <= MAX_PROPOSERS:
+            raise ValueError(f"moa:<k> needs 1 <= k <= {MAX_PROPOSERS} proposers (plus 1 aggregator), got {k}")
         super().__init__(f"moa:{k}", wrap_ids=wrap_ids)
         self.k = k
         self.aggregator = aggregator
 
     def workflow(self, observation: Observation) -> Workflow:
+        check_fits(self.name, self.k + 1, observation)
         proposers = _cycle(worker_ids(observation), self.k)
         return moa_workflow(proposers, self._explicit(self.aggregator, observation))
+
+
+class SameBudget(_BaselinePolicy):
+    """``same-budget:<id>:<k>``: one worker given the Conductor's call budget, ``k`` calls in all.
+
+    ``k - 1`` independent attempts by the worker, then one more call to the same worker that reads
+    them all and gives the majority answer (:data:`VOTE`); ``k = 1`` is a single attempt. Set
+    ``<id>`` to the best single worker and ``k`` to the Conductor's mean worker calls per episode
+    (:func:`~conductor_env.agents.specs.mean_worker_calls` reads it from a results file; the spec
+    ``same-budget:<id>:auto`` with ``budget_from=`` does so). The vote is a worker call, not
+    code: an episode's answer is its last step's response, so a workflow cannot count answers
+    itself, and the vote then costs what the Conductor's last step costs.
+
+    Args:
+        worker: The shown worker id.
+        k: Worker calls per episode, at least 1 (and at most the env's ``max_steps``).
+        wrap_ids: Map an id the observation does not show onto the pool modulo its size.
+    """
+
+    def __init__(self, worker: int, k: int, *, wrap_ids: bool = False) -> None:
+        if k < 1:
+            raise ValueError(f"same-budget:<id>:<k> needs k >= 1 worker calls, got {k}")
+        super().__init__(f"same-budget:{worker}:{k}", wrap_ids=wrap_ids)
+        self.worker = worker
+        self.k = k
+
+    def workflow(self, observation: Observation) -> Workflow:
+        check_fits(self.name, self.k, observation)
+        return same_budget_workflow(self._explicit(self.worker, observation), self.k)
 
 
 class RandomWorkflow(_BaselinePolicy):

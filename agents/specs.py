@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterable, Mapping
 
 from conductor_env.agents.base import Policy
 
@@ -14,7 +17,12 @@ SPEC_GRAMMAR = """policy specs:
   template:plan-solve-verify     plan -> solve -> verify, workers cycling through the shown pool
   template:parallel-judge[:<k>]  k independent attempts (default 3, k <= 4) then a judge reading all
   reflect:<id>:<k>               k turns (k <= 5) of self-reflection on one worker
-  moa:<k>                        Mixture-of-Agents, one layer: k proposers (k <= 4) then an aggregator
+  moa:<k>                        Mixture-of-Agents, one layer: k proposers (k <= 8) then an aggregator
+                                 (k > 4 needs the env option max_steps=k+1)
+  same-budget:<id>:<k>           the Conductor's budget for one worker: k calls, k-1 independent
+                                 attempts then a majority vote by the same worker
+  same-budget:<id>:auto          k = the mean worker calls per episode in a results file (options
+                                 budget_from=<results.jsonl or eval folder>, budget_policy=<name>)
   llm:<name>                     an LLM as a zero-shot Conductor: a pool worker name, a model folder
                                  or a known local model (e.g. llm:gemma3-270m)"""
 
@@ -27,6 +35,7 @@ _FAMILY_OPTIONS: dict[str, set[str]] = {
     "template:parallel-judge": set(),
     "reflect": {"wrap_ids"},
     "moa": {"wrap_ids", "aggregator"},
+    "same-budget": {"wrap_ids", "budget_from", "budget_policy"},
     "llm": {"pool", "max_tokens", "temperature", "max_concurrency", "retry", "local_options"},
 }
 KNOWN_OPTIONS: frozenset[str] = frozenset().union(*_FAMILY_OPTIONS.values())
@@ -50,6 +59,8 @@ def make_policy(spec: str, **options: Any) -> Policy:
         **options: Family options: ``seed``/``max_steps`` (random); ``wrap_ids`` (map explicit ids
             the observation does not show onto the pool modulo its size instead of raising);
             ``workers`` (three explicit ids for plan-solve-verify); ``aggregator`` (moa);
+            ``budget_from``/``budget_policy`` (``same-budget:<id>:auto``: the results file or eval
+            folder, and the policy in it, whose mean worker calls per episode set ``k``);
             ``pool``, ``max_tokens``, ``temperature``, ``max_concurrency``, ``retry``,
             ``local_options`` (llm). Options of other families are ignored.
 
@@ -58,7 +69,8 @@ def make_policy(spec: str, **options: Any) -> Policy:
 
     Raises:
         ValueError: For an unknown or malformed spec (the message lists the grammar), an option
-            no family knows, or an ``llm:`` name that resolves to nothing.
+            no family knows, an ``llm:`` name that resolves to nothing, or a ``budget_from``
+            that holds no usable episodes.
     """
     unknown = sorted(set(options) - KNOWN_OPTIONS)
     if unknown:
@@ -95,4 +107,76 @@ def make_policy(spec: str, **options: Any) -> Policy:
             return baselines.MixtureOfAgents(int(m.group(1)), **_pick("moa", options))
         except ValueError as error:
             raise _bad(spec, str(error)) from None
+    if m := re.fullmatch(rf"same-budget:{_ID}:({_ID[1:-1]}|auto)", text):
+        return _same_budget(spec, int(m.group(1)), m.group(2), baselines, options)
     raise _bad(spec, "unknown form")
+
+
+def _same_budget(spec: str, worker: int, calls: str, baselines: Any, options: dict[str, Any]) -> Policy:
+    picked = _pick("same-budget", options)
+    source, policy = picked.pop("budget_from", None), picked.pop("budget_policy", None)
+    if calls == "auto":
+        if not source:
+            raise _bad(spec, "same-budget:<id>:auto needs the option budget_from=<results.jsonl or eval folder>")
+        k = max(1, math.floor(mean_worker_calls(read_results(source), policy=policy) + 0.5))
+    else:
+        k = int(calls)
+    try:
+        return baselines.SameBudget(worker, k, **picked)
+    except ValueError as error:
+        raise _bad(spec, str(error)) from None
+
+
+def read_results(source: str | Path) -> list[dict[str, Any]]:
+    """Reads the records of a results file, or of ``results.jsonl`` in an eval output folder.
+
+    Raises:
+        ValueError: When there is no such file or a line is not JSON.
+    """
+    path = Path(source)
+    if path.is_dir():
+        path = path / "results.jsonl"  # the file `conductor-env eval --out DIR` writes
+    if not path.is_file():
+        raise ValueError(f"budget_from: no results file at {path} (give a results.jsonl or an eval --out folder)")
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                raise ValueError(f"budget_from: line {number} of {path} is not JSON ({error.msg})") from None
+    return records
+
+
+def _calls_in(round_record: Mapping[str, Any]) -> int:
+    """Worker calls of one round: its trace and its self-call frames' traces, the self-call steps left out."""
+    traces = [round_record.get("trace") or []] + [frame.get("trace") or [] for frame in round_record.get("frames") or []]
+    return sum(1 for trace in traces for step in trace if step.get("worker_name") != "conductor")
+
+
+def mean_worker_calls(records: Iterable[Mapping[str, Any]], *, policy: str | None = None) -> float:
+    """Returns a policy's mean worker calls per episode in evaluation records (``results.jsonl``).
+
+    Calls are counted over every round and self-call frame of an episode; a step the Conductor
+    gave itself is not a call (its frame's steps are). Episodes cut short by an infrastructure
+    error are left out; episodes whose workflow did not parse count with 0 calls, as they cost
+    the Conductor's budget nothing.
+
+    Args:
+        records: Results records.
+        policy: The policy whose episodes count; ``None`` when the records hold only one.
+
+    Raises:
+        ValueError: When ``policy`` is missing from the records, or needed and not given.
+    """
+    records = list(records)
+    names = sorted({str(r.get("policy", "")) for r in records})
+    if policy is None:
+        if len(names) != 1:
+            raise ValueError(f"budget_from: the results hold policies {names}; choose one with budget_policy=<name>")
+        policy = names[0]
+    episodes = [r for r in records if r.get("policy") == policy and not r.get("infra_error")]
+    if not episodes:
+        raise ValueError(f"budget_from: no scored episode of policy {policy!r} in the results (they hold {names})")
+    calls = [_calls_in(r) + sum(_calls_in(earlier) for earlier in r.get("earlier_rounds") or []) for r in episodes]
+    return sum(calls) / len(calls)

@@ -166,11 +166,20 @@ def _gold_index(raw: Any, where: str) -> int:
     raise SuiteError(f"{where}: answer {raw!r} is neither an option index nor a letter")
 
 
+def _unnested(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A row whose only field is ``train`` holding the question (``auxiliary_train``'s own config)."""
+    inner = row.get("train")
+    return inner if len(row) == 1 and isinstance(inner, Mapping) else row
+
+
 class MMLUSuite(ChoiceSuite):
     """MMLU (``cais/mmlu``, config ``all``): 57 subjects, options in the dataset's order.
 
     Rows: ``question``, ``subject``, ``choices`` (four strings; a JSON string in CSV exports),
-    ``answer`` (0-3, or a letter). Problem ids are ``<subject>/<row index>``.
+    ``answer`` (0-3, or a letter). Problem ids are ``<subject>/<row index>``. Besides ``test``,
+    ``validation`` and ``dev`` the hub serves ``auxiliary_train`` (about 100k questions from other
+    multiple-choice sets, without a subject), where the paper's training mix takes MMLU problems
+    from; rows nested under a ``train`` field (that split in the single-config copies) are unwrapped.
 
     Args:
         subjects: Keep only these subjects (``None``: all).
@@ -185,7 +194,7 @@ class MMLUSuite(ChoiceSuite):
     name = "mmlu"
     dataset = "cais/mmlu"
     config = "all"
-    hub_splits = {"test": "test", "validation": "validation", "dev": "dev"}
+    hub_splits = {"test": "test", "validation": "validation", "dev": "dev", "auxiliary_train": "auxiliary_train"}
     env_id = "Conductor-MMLU-v0"
 
     def __init__(
@@ -202,7 +211,7 @@ class MMLUSuite(ChoiceSuite):
         super().__init__(data_files=data_files, dataset=dataset, config=config, revision=revision, limit=limit)
 
     def load_split(self, split: str) -> list[dict[str, Any]]:
-        rows = [dict(row, _index=index) for index, row in enumerate(super().load_split(split))]
+        rows = [dict(_unnested(row), _index=index) for index, row in enumerate(super().load_split(split))]
         if self.subjects is None:
             return rows
         kept = [row for row in rows if str(row.get("subject")) in self.subjects]

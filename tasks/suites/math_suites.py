@@ -20,6 +20,7 @@ from conductor_env.tasks.extract import extract_boxed
 from conductor_env.tasks.loading import DataFiles, load_rows
 from conductor_env.tasks.math_equivalence import MathEquivalence, shared_math_equivalence
 from conductor_env.tasks.registry import SuiteError
+from conductor_env.tasks.suites.mix_recipe import PAPER_SEED, released_split
 
 __all__ = ["AIME_DATASETS", "AIMESuite", "BOXED_INSTRUCTION", "Math500Suite", "MathAnswerSuite", "aime_integer", "aime_row_year"]
 
@@ -94,19 +95,38 @@ class Math500Suite(MathAnswerSuite):
     Rows: ``problem``, ``solution``, ``answer``, ``subject``, ``level``, ``unique_id``. The
     problem id is ``unique_id`` (e.g. ``test/precalculus/807.json``), else the row index.
 
+    **Overlap with the training mix.** ``Conductor-Mix-v0`` trains on MATH-500 itself (the
+    paper's "MATH500" source is these 500 problems, not the MATH train set), so ``test`` (all
+    500) overlaps every Mix train split: the default recipe's train holds 192 of them (seed 42,
+    three sources; 144 with RLPR), the paper recipe's 240. Two derived splits avoid that:
+
+    - ``heldout``: the 200 problems outside the released 60/20/20 split's train part (its
+      validation and test parts), which a ``recipe="paper"`` Mix train split with the same
+      ``mix_seed`` never contains, whatever its other sources.
+    - ``paper_test``: the 100 problems of the released split's test part, the MATH-500 problems
+      the released code evaluated on (the Mix ``test`` split's MATH problems).
+
+    Both index the rows in file order, as the released code indexes the hub's; MATH-500 files
+    in the hub's order (e.g. prm800k's ``math_splits/test.jsonl``) give the released split.
+    Neither protects against the default recipe's draw: evaluate a default-recipe Conductor on
+    the Mix's own ``test`` split.
+
     Args:
         data_files: Local files in that schema instead of the hub.
         dataset: Another hub copy with the same schema.
         config: Its configuration.
         revision: A hub revision to pin.
-        limit: Keep the first ``limit`` problems.
+        limit: Keep the first ``limit`` problems (not with ``heldout``/``paper_test``).
         verify_timeout_s: Deadline per comparison (default: the shared 10 s comparer).
+        mix_seed: The Mix seed whose paper-recipe split ``heldout``/``paper_test`` avoid/take (42).
     """
 
     name = "math500"
     dataset = "HuggingFaceH4/MATH-500"
     hub_splits = {"test": "test"}
     env_id = "Conductor-MATH500-v0"
+    #: Splits derived from ``test`` by the paper recipe's split of MATH-500.
+    derived_splits = ("heldout", "paper_test")
 
     def __init__(
         self,
@@ -117,11 +137,36 @@ class Math500Suite(MathAnswerSuite):
         revision: str | None = None,
         limit: int | None = None,
         verify_timeout_s: float | None = None,
+        mix_seed: int = PAPER_SEED,
     ) -> None:
+        self.mix_seed = mix_seed
         super().__init__(
             data_files=data_files, dataset=dataset, config=config, revision=revision, limit=limit,
             verify_timeout_s=verify_timeout_s,
         )
+
+    def splits(self) -> list[str]:
+        """Returns the split names, ``heldout`` and ``paper_test`` included."""
+        own = super().splits()
+        return own + list(self.derived_splits) if "test" in own else own
+
+    def problems(self, split: str | None = None) -> Sequence[Problem]:
+        """Returns a split: ``test`` (all rows), ``heldout`` or ``paper_test`` (see the class notes).
+
+        Raises:
+            SuiteError: For an unknown split, or a derived split with ``limit`` set.
+        """
+        split = split or self.default_split
+        if split not in self.derived_splits:
+            return super().problems(split)
+        if self.limit is not None:
+            raise SuiteError(f"MATH-500 split {split!r} indexes all rows in order; drop limit={self.limit}")
+        if split not in self._problems:
+            rows = super().problems("test")
+            parts = released_split(len(rows), seed=self.mix_seed, valid_ratio=0.2, test_ratio=0.2)
+            kept = sorted(parts["test"]) if split == "paper_test" else sorted(parts["validation"] + parts["test"])
+            self._problems[split] = [rows[i] for i in kept]
+        return self._problems[split]
 
     def make_problem(self, row: Mapping[str, Any], index: int, split: str) -> Problem:
         problem = str(row_field(row, "problem", dataset=self.dataset, index=index))

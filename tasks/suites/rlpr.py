@@ -5,7 +5,14 @@ Graded as the Conductor paper's released code grades it: the answer is the last
 the ground truth after collapsing whitespace, case-insensitively, then numerically (a relative
 tolerance of 1e-3, ``%`` read as hundredths, ``$`` and thousands separators dropped, a trailing
 unit ignored, "million"/"thousand"/"billion" expanded). Rows whose ground truth is longer than
-30 characters are skipped, as there.
+30 characters are skipped, as there; so are rows with an empty ground truth, which the released
+code keeps (no answer can match them), so where the data has such rows the released split's
+indices differ from ``Conductor-Mix-v0`` ``recipe="paper"``'s.
+
+RLPR is the fourth source of the paper's training mix: ``Conductor-Mix-v0`` mixes it when its
+files are given (``suite_options={"data_files": {"rlpr": "path/to/train.parquet", ...}}``, the
+hub dataset's parquet file or a JSON Lines export in its schema). Its one split, ``train``, is
+split 60/20/20 by the mix.
 """
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ def test_cycling_never_picks_the_conductor_itself():
 
 @pytest.mark.parametrize(
     "spec",
-    ["", "single", "single:x", "single:-1", "moa:0", "moa:5", "reflect:0:6", "reflect:0:0", "reflect:1",
+    ["", "single", "single:x", "single:-1", "moa:0", "moa:9", "reflect:0:6", "reflect:0:0", "reflect:1",
      "template:parallel-judge:5", "template:parallel-judge:0", "template:foo", "llm:", "bogus", "random:3"],
 )  # fmt: skip
 def test_bad_specs_raise_with_the_grammar(spec):
