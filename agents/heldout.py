@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from conductor_env.agents.grpo.data import build_dataset
 from conductor_env.agents.grpo.model import ModelPolicy
-from conductor_env.agents.grpo.prompts import PromptBuilder
+from conductor_env.agents.grpo.prompts import PromptBuilder, observation_of_chat
 from conductor_env.agents.grpo.reward import EnvFactory
 from conductor_env.event_loop import run_sync
 
@@ -62,7 +62,7 @@ def evaluate_heldout(
     """
     policy = ModelPolicy(model, tokenizer, max_new_tokens=max_new_tokens, temperature=temperature)
     batch = [row for row in rows for _ in range(samples)]
-    actions = policy.generate([{"prompt": row["prompt"][0]["content"]} for row in batch])  # the prompt as trained
+    actions = policy.generate([observation_of_chat(row["prompt"]) for row in batch])  # the prompt as trained
     envs = [factory() for _ in batch]
     for env, row in zip(envs, batch):
         env.reset(seed=row["episode_seed"], options={"problem_id": row["problem_id"]})

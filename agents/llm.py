@@ -1,7 +1,9 @@
 """``llm:<name>``: an LLM used zero-shot as the Conductor, with the env's own prompt.
 
-The observation's ``prompt`` goes to a worker backend as one user message and the reply is
-the action, unchanged (the env parses it leniently; an unparsable reply earns reward 0 with a
+The observation's ``prompt`` goes to a worker backend as the user message, after the Conductor
+template's ``system`` message and before its ``prefill`` when the template has them (see
+:func:`~conductor_env.agents.grpo.prompts.chat_messages`); the action is the prefill followed by
+the reply (the env parses it leniently; an unparsable reply earns reward 0 with a
 ``parse_error``, which is the expected outcome for a tiny model). Observations of a batch are
 sent concurrently; the backend's own concurrency limit (``max_concurrency`` of its pool entry)
 and batching decide how many run at once.
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from conductor_env.agents.base import ActionUsage, Observation, Policy
-from conductor_env.agents.grpo.prompts import full_prompt, prompt_builder_of
+from conductor_env.agents.grpo.prompts import action_of, chat_messages, full_prompt, prompt_builder_of
 from conductor_env.agents.grpo.saving import CONDUCTOR_CONFIG
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.pool import PoolError, WorkerPool, load_pool, preset_names
@@ -139,11 +141,11 @@ class LLMConductor(Policy):
         return self._pool.worker(self._index)
 
     async def _one(self, observation: Observation, seed: int) -> tuple[str, ActionUsage]:
-        messages = [{"role": "user", "content": self.prompt_builder(observation)}]
+        messages = chat_messages(observation, self.prompt_builder)
         completion, _ = await self._pool.call(
             self._index, messages, retry=self.retry, max_tokens=self.max_tokens, temperature=self.temperature, seed=seed
         )
-        return completion.text, ActionUsage(completion.prompt_tokens, completion.completion_tokens, completion.cost_usd)
+        return action_of(observation, completion.text), ActionUsage(completion.prompt_tokens, completion.completion_tokens, completion.cost_usd)
 
     async def aact_with_usage(self, observations: Sequence[Observation]) -> list[tuple[str, ActionUsage | None]]:
         """Returns the model's replies, in order, each with the tokens and cost of its call.

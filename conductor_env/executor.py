@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Literal, Sequence
 
 from conductor_env.prompts import VisibleStep, worker_message
+from conductor_env.templates import PromptTemplate
 from conductor_env.calls import Completion, WorkerError
 from conductor_env.workflow import Step, Workflow
 
@@ -144,6 +145,7 @@ async def execute_workflow(
     worker_name: WorkerNamer = str,
     previous_steps: Sequence[VisibleStep] = (),
     answer_from: AnswerFrom = "last",
+    worker_template: str | PromptTemplate = "default",
 ) -> Execution:
     """Runs a workflow, each step as soon as the steps it reads are done.
 
@@ -155,6 +157,8 @@ async def execute_workflow(
         previous_steps: The previous round's steps; steps with ``"all"`` access see them first.
         answer_from: ``"last"`` (the paper: the last step's response) or ``"last_nonempty"``
             (the paper's evaluation: the last non-empty response).
+        worker_template: The worker template that words each step's user message (a name, a
+            path or the template; see :mod:`conductor_env.templates`).
 
     Returns:
         The execution. On a worker failure, ``infra_error`` names the lowest-numbered step that
@@ -162,7 +166,7 @@ async def execute_workflow(
         of the traces, so the outcome does not depend on which concurrent call failed first (a
         recorded run replays the same way).
     """
-    run = _WorkflowRun(question, call_step, worker_name, previous_steps)
+    run = _WorkflowRun(question, call_step, worker_name, previous_steps, worker_template)
     for index, step in enumerate(workflow.steps):
         run.tasks.append(asyncio.ensure_future(run.step(index, step)))
     try:
@@ -182,6 +186,7 @@ class _WorkflowRun:
         call_step: Performs one step's worker call.
         worker_name: Names workers in traces.
         previous_steps: The previous round's steps, seen first by steps with ``"all"`` access.
+        worker_template: Words each step's user message.
     """
 
     def __init__(
@@ -190,8 +195,10 @@ class _WorkflowRun:
         call_step: StepCaller,
         worker_name: WorkerNamer,
         previous_steps: Sequence[VisibleStep],
+        worker_template: str | PromptTemplate = "default",
     ) -> None:
         self.question = question
+        self.worker_template = worker_template
         self.call_step = call_step
         self.worker_name = worker_name
         self.previous_steps = previous_steps
@@ -223,7 +230,7 @@ class _WorkflowRun:
         )
         traces[index] = trace
         try:
-            message = worker_message(self.question, step.subtask, visible)
+            message = worker_message(self.question, step.subtask, visible, self.worker_template)
             completion, attempts = await self.call_step(index, step, message)
         except WorkerError as error:
             trace.attempts = getattr(error, "attempts", 1)

@@ -1,6 +1,7 @@
 """What the Conductor sees: the observation dict, its space, and the bounds of its text entries.
 
-Besides the rendered ``prompt``, an observation carries as fields what a policy needs to write a
+Besides the rendered ``prompt`` (the Conductor template's user message) and the template's
+``system`` message and reply ``prefill`` (``""`` when it has none), an observation carries as fields what a policy needs to write a
 valid workflow (``num_workers``, ``conductor_id``, ``max_steps``), so no policy reads structure
 back out of prompt text.
 """
@@ -14,7 +15,8 @@ from gymnasium import spaces
 
 from conductor_env.calls import ShownWorker
 from conductor_env.options import EnvOptions
-from conductor_env.prompts import WORKED_EXAMPLES, conductor_prompt, select_examples
+from conductor_env.prompts import conductor_prompt, conductor_prompt_bound, conductor_system, select_examples
+from conductor_env.templates import load_template
 from conductor_env.spaces import Utf8Text, shorten_text, utf8_size
 
 #: Each earlier round's rendered workflow and answer are cut (in the middle) to this many UTF-8
@@ -44,6 +46,9 @@ class ObservationBuilder:
     def __init__(self, specs: Sequence[ShownWorker], options: EnvOptions) -> None:
         self.specs = tuple(specs)
         self.options = options
+        # The template's system message and prefill are fixed for an env: rendered once.
+        self.system = conductor_system(options.conductor_template, max_steps=options.max_steps, access=options.access)
+        self.prefill = load_template(options.conductor_template, "conductor").render_prefill()
         self.text_limits = self._text_limits()
         pool_ids = len(self.specs) + 1  # every worker and the Conductor's own id
         self.space = spaces.Dict(
@@ -69,13 +74,17 @@ class ObservationBuilder:
         rounds = options.max_rounds
         history_round = len(f"Round {rounds} workflow:\n\nRound {rounds} answer:\n\n\n") + 2 * HISTORY_PART_BYTES
         history = (rounds - 1) * history_round
-        # Every worked example (a superset of any selection) and the text that comes with a history.
-        fixed = utf8_size(conductor_prompt("", "", examples=WORKED_EXAMPLES, max_steps=options.max_steps, access=options.access, history="-"))
+        prompt = conductor_prompt_bound(
+            options.conductor_template, max_steps=options.max_steps, access=options.access,
+            question_bytes=options.max_question_bytes, workers_bytes=workers, history_bytes=history,
+        )
         return {
-            "prompt": fixed + options.max_question_bytes + workers + history,
+            "prompt": prompt,
             "question": options.max_question_bytes,
             "workers": workers,
             "history": history,
+            "system": utf8_size(self.system),
+            "prefill": utf8_size(self.prefill),
         }
 
     def _line(self, shown_id: str | int, spec: ShownWorker) -> str:
@@ -134,9 +143,14 @@ class ObservationBuilder:
         history_text = self.history_text(history) if depth == 0 else ""
         question = shorten_text(question, options.max_question_bytes)
         examples = select_examples(domain, options.examples, options.num_examples)
-        prompt = conductor_prompt(question, workers, examples=examples, max_steps=options.max_steps, access=options.access, history=history_text)
+        prompt = conductor_prompt(
+            question, workers, examples=examples, max_steps=options.max_steps, access=options.access,
+            history=history_text, template=options.conductor_template,
+        )
         observation = {
             "prompt": prompt,
+            "system": self.system,
+            "prefill": self.prefill,
             "question": question,
             "workers": workers,
             "history": history_text,

@@ -15,6 +15,7 @@ from conductor_env.calls import RetryPolicy
 from conductor_env.executor import AnswerFrom
 from conductor_env.prompts import ExampleSelection
 from conductor_env.rewards import REWARD_SCHEMES
+from conductor_env.templates import PromptTemplate, TemplateError, load_template
 from conductor_env.workflow import AccessMode, MAX_ACTION_CHARS
 
 #: Default longest question (UTF-8 bytes) the observation space holds; the questions of the shipped
@@ -64,7 +65,14 @@ class EnvOptions:
         worker_max_tokens: Output-token limit per worker call (``None``: each worker's default).
         worker_temperature: Temperature per worker call (``None``: each worker's default).
         prefill: Prefill the worker's answer with "Let me solve this step by step." as the
-            released code does (only for backends that accept an assistant prefill).
+            released code does, when the worker template has no prefill of its own (only for
+            backends that accept an assistant prefill). The same as ``worker_template="prefill"``.
+        conductor_template: The Conductor prompt: a shipped template's name (``"default"``, the
+            package's prompt; ``"chat"``), a ``.toml`` path, or a
+            :class:`~conductor_env.templates.PromptTemplate`. Its system message and prefill
+            reach the policy as the observation's ``system`` and ``prefill`` (see docs/PROMPTS.md).
+        worker_template: The message each worker receives: a name (``"default"``, ``"prefill"``),
+            a ``.toml`` path or a template, with an optional system message and prefill.
         answer_from: ``"last"`` step's response (the paper) or ``"last_nonempty"``.
         retry: Retry policy for worker calls.
         max_question_bytes: Longest question (UTF-8 bytes) the observation space holds;
@@ -89,6 +97,8 @@ class EnvOptions:
     worker_max_tokens: int | None = None
     worker_temperature: float | None = None
     prefill: bool = False
+    conductor_template: str | PromptTemplate = "default"
+    worker_template: str | PromptTemplate = "default"
     answer_from: AnswerFrom = "last"
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_question_bytes: int = MAX_QUESTION_BYTES
@@ -102,12 +112,24 @@ class EnvOptions:
             raise EnvOptionError("max_rounds and max_steps must be >= 1 and max_depth >= 0")
         if self.max_question_bytes < 1:
             raise EnvOptionError(f"max_question_bytes must be >= 1, got {self.max_question_bytes!r}")
+        for name, kind in (("conductor_template", "conductor"), ("worker_template", "worker")):
+            self._check_template(name, kind)
         if isinstance(self.subpool_size, list):  # from JSON (the CLI, a manifest): keep it hashable
             object.__setattr__(self, "subpool_size", tuple(self.subpool_size))
         if isinstance(self.retry, Mapping):
             object.__setattr__(self, "retry", RetryPolicy(**self.retry))
         elif self.retry is None:
             object.__setattr__(self, "retry", RetryPolicy())
+
+    def _check_template(self, name: str, kind: str) -> None:
+        """Loads a template option once, so a bad one fails here; a mapping (a recorded run) becomes the template."""
+        value = getattr(self, name)
+        try:
+            loaded = load_template(value, kind)
+        except TemplateError as error:
+            raise EnvOptionError(f"{name}: {error}") from None
+        if isinstance(value, Mapping):
+            object.__setattr__(self, name, loaded)
 
     @property
     def depth_limit(self) -> int:

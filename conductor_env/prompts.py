@@ -1,14 +1,19 @@
 """The Conductor prompt and the message each worker receives.
 
-The Conductor prompt follows the paper's structure: a task description, the three lists, worked
-examples, the question and the numbered worker pool. Worked examples are taken from domains other
-than the question's by default, which the paper found best.
+Both are templates (:mod:`conductor_env.templates`) a user can replace by name or file; this
+module computes the values the templates' placeholders take. The default Conductor prompt follows
+the paper's structure: a task description, the three lists, worked examples, the question and the
+numbered worker pool. Worked examples are taken from domains other than the question's by
+default, which the paper found best. docs/PROMPTS.md compares the defaults with the paper's
+released prompts.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal, Sequence
+
+from conductor_env.templates import PromptTemplate, load_template
 
 ExampleSelection = Literal["out_of_domain", "in_domain", "all", "none"]
 
@@ -74,25 +79,10 @@ WORKED_EXAMPLES: tuple[WorkedExample, ...] = (
     ),
 )
 
-_TASK_DESCRIPTION = """You are the Conductor. You coordinate a pool of language models (workers) to solve a hard task.
-You do not solve the task yourself: you write a workflow of at most {max_steps} steps. Each step gives one
-worker one subtask in natural language; the worker's response becomes visible to later steps that are
-allowed to read it. The response of the LAST step is the final answer, so the last step must produce the
-answer in the format the task asks for.
-
-Write your reasoning first if you like, then end with exactly three Python lists of equal length:
-model_id = [...]     # the worker id for each step, from the ids listed below
-subtasks = [...]     # the instruction for each step's worker, as a string
-access_list = [...]  # what each step may read: {access_help}
-
-Good workflows plan before solving, use strong workers for hard steps, let a later step check or
-combine earlier work, and stay short for easy tasks."""
-
 _ACCESS_HELP = {
     "binary": '"all" (every earlier step\'s subtask and response) or [] (nothing)',
     "indices": '"all", [] or a list of earlier step indices such as [0, 2]',
 }
-
 
 def select_examples(domain: str, selection: ExampleSelection = "out_of_domain", k: int = 4) -> list[WorkedExample]:
     """Returns the worked examples to show for a question of ``domain``.
@@ -121,6 +111,35 @@ def render_pool(worker_lines: Sequence[str]) -> str:
     return "\n".join(worker_lines)
 
 
+def _conductor_values(
+    question: str, workers: str, examples: Sequence[WorkedExample], max_steps: int, access: str, history: str
+) -> dict[str, str | int]:
+    """Returns the values of every Conductor placeholder (see :data:`~conductor_env.templates.PLACEHOLDERS`)."""
+    shown = "\n\n".join(f"Example {i + 1}\nTask: {e.question}\nWorkflow:\n{e.workflow}" for i, e in enumerate(examples))
+    examples_section = (
+        f"Here are example workflows for other tasks (the ids refer to their own pools):\n\n{shown}\n\n" if examples else ""
+    )
+    history_section = (
+        "Your earlier round(s) on this task:\n"
+        f"{history}\n\n"
+        "Write a new workflow to improve the answer (workers with \"all\" access also see the previous "
+        "round's steps), or write three empty lists (model_id = [], subtasks = [], access_list = []) "
+        "to keep the previous answer.\n\n"
+        if history
+        else ""
+    )
+    return {
+        "question": question,
+        "workers": workers,
+        "max_steps": max_steps,
+        "access_help": _ACCESS_HELP[access],
+        "examples": shown,
+        "examples_section": examples_section,
+        "history": history,
+        "history_section": history_section,
+    }
+
+
 def conductor_prompt(
     question: str,
     workers: str,
@@ -129,8 +148,9 @@ def conductor_prompt(
     max_steps: int = 5,
     access: str = "binary",
     history: str = "",
+    template: str | PromptTemplate = "default",
 ) -> str:
-    """Builds the full Conductor prompt.
+    """Builds the Conductor's user message.
 
     Args:
         question: The task.
@@ -138,37 +158,45 @@ def conductor_prompt(
         examples: Worked examples to include.
         max_steps: The step limit stated in the prompt.
         access: ``binary`` or ``indices`` (explained accordingly).
-        history: Earlier rounds (workflow and answer); when present the prompt explains that three
-            empty lists keep the previous answer.
+        history: Earlier rounds (workflow and answer); when present the default prompt explains
+            that three empty lists keep the previous answer.
+        template: A Conductor template's name or path, or the template (see
+            :mod:`conductor_env.templates`); ``"default"`` is the package's prompt.
 
     Returns:
-        The prompt text, ready to send as one user message.
+        The prompt text, ready to send as the user message (after :func:`conductor_system`'s
+        system message, when the template has one).
+
+    Raises:
+        TemplateError: For a template that cannot be loaded.
     """
-    parts = [_TASK_DESCRIPTION.format(max_steps=max_steps, access_help=_ACCESS_HELP[access])]
-    if examples:
-        shown = "\n\n".join(
-            f"Example {i + 1}\nTask: {e.question}\nWorkflow:\n{e.workflow}" for i, e in enumerate(examples)
-        )
-        parts.append(f"Here are example workflows for other tasks (the ids refer to their own pools):\n\n{shown}")
-    parts.append(f"Available workers:\n{workers}")
-    if history:
-        parts.append(
-            "Your earlier round(s) on this task:\n"
-            f"{history}\n\n"
-            "Write a new workflow to improve the answer (workers with \"all\" access also see the previous "
-            "round's steps), or write three empty lists (model_id = [], subtasks = [], access_list = []) "
-            "to keep the previous answer."
-        )
-    parts.append(f"<task>\n{question}\n</task>\n\nNow write the workflow.")
-    return "\n\n".join(parts)
+    chosen = load_template(template, "conductor")
+    return chosen.render_user(_conductor_values(question, workers, examples, max_steps, access, history))
 
 
-WORKER_PREAMBLE = (
-    "You are one agent in a team solving a larger task. You are given the overall task for context, "
-    "the work of earlier agents that you may use, and your own subtask. Solve only your subtask, "
-    "completely and carefully."
-)
+def conductor_system(template: str | PromptTemplate = "default", *, max_steps: int = 5, access: str = "binary") -> str:
+    """Returns a Conductor template's system message (``""`` when it has none)."""
+    return load_template(template, "conductor").render_system({"max_steps": max_steps, "access_help": _ACCESS_HELP[access]})
 
+
+def conductor_prompt_bound(
+    template: str | PromptTemplate, *, max_steps: int, access: str, question_bytes: int, workers_bytes: int, history_bytes: int
+) -> int:
+    """Returns the most UTF-8 bytes :func:`conductor_prompt` can produce under these bounds.
+
+    Every worked example (a superset of any selection) and the text that comes with a history
+    are counted once, and each bounded value once per time the template uses it.
+    """
+    chosen = load_template(template, "conductor")
+    values = _conductor_values("", "", WORKED_EXAMPLES, max_steps, access, "-")
+    values["history"] = ""
+    fixed = len(chosen.render_user(values).encode("utf-8"))
+    uses = chosen.placeholders()
+    history_uses = uses.get("history", 0) + uses.get("history_section", 0)
+    return fixed + uses.get("question", 0) * question_bytes + uses.get("workers", 0) * workers_bytes + history_uses * history_bytes
+
+
+#: The released code's worker prefill (the ``prefill`` worker template; ``prefill=True``).
 PREFILL = "Let me solve this step by step."
 
 
@@ -181,23 +209,48 @@ class VisibleStep:
     response: str
 
 
-def worker_message(question: str, subtask: str, visible: Sequence[VisibleStep]) -> str:
-    """Builds the single user message a worker receives.
+def worker_message(
+    question: str, subtask: str, visible: Sequence[VisibleStep], template: str | PromptTemplate = "default"
+) -> str:
+    """Builds the user message a worker receives.
 
     Args:
-        question: The overall task (inside ``<overall_task>`` tags).
+        question: The overall task (inside ``<overall_task>`` tags in the default template).
         subtask: This step's instruction.
         visible: Earlier steps this worker may read; empty responses are left out.
+        template: A worker template's name or path, or the template.
 
     Returns:
         The message text.
+
+    Raises:
+        TemplateError: For a template that cannot be loaded.
     """
-    parts = [WORKER_PREAMBLE, f"<overall_task>\n{question}\n</overall_task>"]
     shown = [v for v in visible if v.response.strip()]
-    if shown:
-        blocks = "\n\n".join(
-            f"Agent {v.agent} was asked: {v.subtask}\nAgent {v.agent} responded:\n{v.response}" for v in shown
-        )
-        parts.append(f"Work of earlier agents:\n{blocks}")
-    parts.append(f"Your assigned subtask: {subtask}")
-    return "\n\n".join(parts)
+    blocks = "\n\n".join(f"Agent {v.agent} was asked: {v.subtask}\nAgent {v.agent} responded:\n{v.response}" for v in shown)
+    values = {
+        "question": question,
+        "subtask": subtask,
+        "previous": blocks,
+        "previous_section": f"Work of earlier agents:\n{blocks}\n\n" if shown else "",
+    }
+    return load_template(template, "worker").render_user(values)
+
+
+def worker_chat(message: str, template: str | PromptTemplate = "default", *, prefill: bool = False) -> list[dict[str, str]]:
+    """Returns the chat messages of one worker call: the template's system message, the user
+    message, and the assistant prefill.
+
+    Args:
+        message: The user message (from :func:`worker_message`).
+        template: The worker template (its system message and prefill).
+        prefill: Send :data:`PREFILL` when the template has no prefill of its own (the env
+            option ``prefill=True``).
+    """
+    chosen = load_template(template, "worker")
+    messages = [{"role": "system", "content": chosen.render_system({})}] if chosen.system else []
+    messages.append({"role": "user", "content": message})
+    start = chosen.render_prefill() or (PREFILL if prefill else "")
+    if start:
+        messages.append({"role": "assistant", "content": start})
+    return messages

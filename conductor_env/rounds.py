@@ -17,7 +17,7 @@ from conductor_env.frames import FrameChannel, FrameParseError
 from conductor_env.info import FrameInfo, StepInfo, empty_info
 from conductor_env.observation import HistoryRound
 from conductor_env.options import EnvOptions
-from conductor_env.prompts import PREFILL, VisibleStep
+from conductor_env.prompts import VisibleStep, worker_chat
 from conductor_env.rewards import RewardScheme, round_credit
 from conductor_env.suite import Problem, Score, TaskSuite, VerifierError
 from conductor_env.workflow import Step, Workflow, WorkflowError, parse_workflow
@@ -132,6 +132,7 @@ class RoundPlayer:
                 worker_name=self._worker_name(episode, 0),
                 previous_steps=self._visible_previous(previous),
                 answer_from=self.options.answer_from,
+            worker_template=self.options.worker_template,
             )
         except FrameParseError as error:
             detail = f"in the self-call frame at depth {error.depth}: {error.error.detail}"
@@ -212,9 +213,7 @@ class RoundPlayer:
             if step.worker == conductor:
                 assert frames is not None
                 return await self._self_call(episode, message, depth + 1, round_index, frames), 1
-            messages: list[dict[str, Any]] = [{"role": "user", "content": message}]
-            if options.prefill:
-                messages.append({"role": "assistant", "content": PREFILL})
+            messages: list[dict[str, Any]] = worker_chat(message, options.worker_template, prefill=options.prefill)
             seed = hash((episode.seed, depth, round_index, index)) & 0x7FFFFFFF
             return await self.pool.call(
                 episode.shown[step.worker], messages, retry=options.retry, max_tokens=options.worker_max_tokens,
@@ -236,6 +235,7 @@ class RoundPlayer:
             call_step=self._caller(episode, depth, round_index, frames),
             worker_name=self._worker_name(episode, depth),
             answer_from=self.options.answer_from,
+            worker_template=self.options.worker_template,
         )
         episode.frames.append(
             {"depth": depth, "workflow": workflow.to_dict(), "trace": [t.to_dict() for t in execution.traces], "answer": execution.answer}

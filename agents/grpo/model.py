@@ -18,7 +18,7 @@ import asyncio
 from typing import Any, Sequence
 
 from conductor_env.agents.base import Observation, Policy
-from conductor_env.agents.grpo.prompts import PromptBuilder, full_prompt
+from conductor_env.agents.grpo.prompts import PromptBuilder, action_of, chat_messages, full_prompt
 
 
 class ModelPolicy(Policy):
@@ -60,7 +60,10 @@ class ModelPolicy(Policy):
         if not observations:
             return []
         texts = [
-            self.tokenizer.apply_chat_template([{"role": "user", "content": self.prompt_builder(o)}], tokenize=False, add_generation_prompt=True)
+            self.tokenizer.apply_chat_template(
+                chat_messages(o, self.prompt_builder), tokenize=False,
+                add_generation_prompt=not o.get("prefill"), continue_final_message=bool(o.get("prefill")),
+            )
             for o in observations
         ]
         side = self.tokenizer.padding_side
@@ -86,7 +89,8 @@ class ModelPolicy(Policy):
             if was_training:
                 self.model.train()
         width = encoded["input_ids"].shape[1]
-        return [self.tokenizer.decode(row[width:], skip_special_tokens=True) for row in output]
+        replies = [self.tokenizer.decode(row[width:], skip_special_tokens=True) for row in output]
+        return [action_of(o, reply) for o, reply in zip(observations, replies)]
 
     async def aact(self, observations: Sequence[Observation]) -> list[str]:
         return await asyncio.to_thread(self.generate, observations)

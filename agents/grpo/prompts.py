@@ -1,13 +1,16 @@
-"""The Conductor's user message in GRPO: builders that turn an observation into a prompt.
+"""The Conductor's chat messages in GRPO: builders that turn an observation into a prompt.
 
 The trainer, the format warm start, the held-out evaluation and a saved Conductor acting as an
 ``llm:`` policy all phrase the prompt the same way, so the builders live here, apart from
-everything that needs TRL or an env.
+everything that needs TRL or an env. A builder words the user message; :func:`chat_messages`
+puts the Conductor template's system message before it and its prefill after it (both are
+observation fields, ``""`` when the template has none), and :func:`action_of` turns a reply
+into the action the env parses: the prefill followed by the reply.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 from conductor_env.agents.base import Observation
 
@@ -43,3 +46,40 @@ def prompt_builder_of(name: str) -> PromptBuilder:
     if name not in PROMPTS:
         raise ValueError(f"unknown prompt {name!r}; use one of {sorted(PROMPTS)}")
     return PROMPTS[name]
+
+
+def chat_messages(observation: Observation, builder: PromptBuilder = full_prompt) -> list[dict[str, str]]:
+    """Returns the Conductor's chat messages for an observation.
+
+    Args:
+        observation: An observation (its ``system`` and ``prefill`` fields are optional).
+        builder: Words the user message (default: the env's own prompt).
+
+    Returns:
+        ``[system]`` (when the template has one), the user message, then ``[assistant prefill]``
+        (when it has one): a model continues that last message instead of starting a new turn.
+    """
+    messages = [{"role": "system", "content": observation["system"]}] if observation.get("system") else []
+    messages.append({"role": "user", "content": builder(observation)})
+    if observation.get("prefill"):
+        messages.append({"role": "assistant", "content": observation["prefill"]})
+    return messages
+
+
+def action_of(observation: Observation, reply: str) -> str:
+    """Returns the action for a model's ``reply`` to :func:`chat_messages`: the prefill, then the reply."""
+    return str(observation.get("prefill") or "") + reply
+
+
+def observation_of_chat(messages: Sequence[dict[str, Any]]) -> Observation:
+    """Returns the observation fields a row's chat messages hold (``prompt``, ``system``, ``prefill``).
+
+    The inverse of :func:`chat_messages` with :func:`full_prompt`, for code that has a dataset
+    row's messages and needs the observation they were built from (the held-out evaluation).
+    """
+    fields = {"prompt": "", "system": "", "prefill": ""}
+    for message in messages:
+        key = {"system": "system", "user": "prompt", "assistant": "prefill"}.get(str(message["role"]))
+        if key is not None:
+            fields[key] = str(message["content"])
+    return fields

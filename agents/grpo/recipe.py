@@ -1,4 +1,9 @@
-"""The settings of a GRPO run (:class:`GRPORecipe`, the paper's defaults) and their TRL config.
+"""The settings of a GRPO run (:class:`GRPORecipe`) and their TRL config.
+
+The recipe's hyperparameter defaults are the paper's; its model, env and pool defaults are not
+(Gemma 3 270M on Conductor-RG-v0 with simulated workers, which run anywhere). The paper's model,
+training mix and pool are the ``paper`` recipe of :mod:`conductor_env.agents.profiles`
+(``conductor-env train grpo --recipe paper``).
 
 :func:`grpo_config` picks the CPU or CUDA settings (float32 on a CPU; bfloat16, activation
 checkpointing and colocated vLLM on a GPU) and splits a step's batch into passes.
@@ -11,6 +16,7 @@ from functools import partial
 from typing import Any, Mapping
 
 from conductor_env.envs.setup import EnvSetup
+from conductor_env.templates import load_template
 
 #: The settings that describe the env (flat, as profiles and the command line give them).
 ENV_SETTINGS = ("env", "pool", "split", "env_options", "suite_options")
@@ -24,12 +30,20 @@ def _default_setup() -> EnvSetup:
 
 @dataclass
 class GRPORecipe:
-    """Everything a GRPO run needs; the defaults are the paper's.
+    """Everything a GRPO run needs.
+
+    The optimisation defaults (``max_steps`` to ``temperature``, full fine-tuning, no warm start,
+    no held-out evaluation) are the paper's. ``model`` and ``setup`` are not: they default to the
+    local Gemma 3 270M on Conductor-RG-v0 with the ``simulated`` pool, where the paper trained
+    Qwen2.5-7B-Instruct on its MATH/MMLU/RLPR/LiveCodeBench mix with seven API and vLLM workers
+    (``PAPER_RECIPE`` in :mod:`conductor_env.agents.profiles` sets those).
 
     Attributes:
-        model: A local model name (``gemma3-270m``), a model folder or a hub id.
+        model: A local model name (``gemma3-270m``, the default; not the paper's), a model folder
+            or a hub id (the paper's: ``Qwen/Qwen2.5-7B-Instruct``).
         setup: The env to train on (id, pool, training split, suite and env options); the
-            held-out evaluation uses the same setup on ``heldout_split``.
+            held-out evaluation uses the same setup on ``heldout_split``. Its Conductor template
+            may have a system message but no prefill (see :meth:`__post_init__`).
         problems: Use at most this many problems (``None``: the whole split).
         balance_domains: Feed the questions in a fixed round-robin order over the domains instead
             of TRL's shuffle, so each step (``questions_per_step`` a multiple of the number of
@@ -108,6 +122,23 @@ class GRPORecipe:
     logging_steps: int = 1
     save_steps: int = 0
     trainer_options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Refuses a Conductor template with a prefill.
+
+        TRL's GRPOTrainer renders a conversational prompt with a fresh generation prompt, so a
+        final assistant message would be closed instead of continued; and the completion it
+        scores would lack the prefill the env must parse. Train with a template without one.
+
+        Raises:
+            ValueError: For a Conductor template with a prefill.
+        """
+        template = load_template(self.setup.options.conductor_template, "conductor")
+        if template.prefill:
+            raise ValueError(
+                f"conductor template {template.name!r} has a prefill, which GRPO training does not support "
+                "(TRL starts a new assistant turn after the prompt); train with a template without one, e.g. 'default'"
+            )
 
 
 def recipe_from_settings(settings: Mapping[str, Any]) -> GRPORecipe:
