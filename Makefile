@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 TORCH ?= torch==2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: install system sandbox model test test-fast demo bench clean
+.PHONY: install system sandbox model test test-ray test-fast demo bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,12 +32,17 @@ sandbox: install
 model: install
 	$(VENV)/bin/conductor-env models export gemma3-270m
 
+# Ray's tests run in network and PID namespaces holding only loopback (Ray binds nothing else).
 test: install system sandbox model
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not ray" $(PYTEST_ARGS)
+	bash scripts/in_loopback_ns.sh $(PY) -m pytest -m ray tests/distributed $(PYTEST_ARGS)
+
+test-ray: install
+	bash scripts/in_loopback_ns.sh $(PY) -m pytest -m ray tests/distributed $(PYTEST_ARGS)
 
 # The suite without Docker or real models: seconds, for quick iterations.
 test-fast: install
-	$(PY) -m pytest -m "not docker and not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not docker and not slow and not ray" $(PYTEST_ARGS)
 
 demo: install sandbox model
 	$(VENV)/bin/conductor-env demo

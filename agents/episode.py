@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from conductor_env.agents.base import ActionUsage, Observation, Policy
-from conductor_env.env import ConductorEnv
+from conductor_env.env import ConductorEnv, EnvLost
 
 #: Actions one episode may take before it is stopped (rounds times self-call frames).
 MAX_ACTIONS_PER_EPISODE = 256
+#: Times an episode is re-run from its spec after its env's host died (remote envs only).
+MAX_RERUNS = 3
 
 
 class PolicyBatcher:
@@ -105,6 +107,8 @@ class PlayedEpisode:
         actions: Actions taken (rounds and self-call frames).
         error: Why the episode stopped early outside the workers (the policy or the env failed,
             or the action budget ran out); ``None`` when it ended normally.
+        reruns: Times the episode was started again from its spec because its env's host died
+            (:class:`~conductor_env.env.EnvLost`); the lost attempts' worker calls were paid.
     """
 
     first_observation: Observation
@@ -114,6 +118,7 @@ class PlayedEpisode:
     usage: list[ActionUsage] = field(default_factory=list)
     actions: int = 0
     error: str | None = None
+    reruns: int = 0
 
     @property
     def finished(self) -> bool:
@@ -129,11 +134,13 @@ async def play(
     reset_options: Mapping[str, Any] | None = None,
     first_action: str | None = None,
     max_actions: int = MAX_ACTIONS_PER_EPISODE,
+    max_reruns: int = MAX_RERUNS,
 ) -> PlayedEpisode:
     """Plays one episode to its end; never raises for a policy's or the env's failure.
 
     Args:
-        env: The (unwrapped) env; only this coroutine uses it meanwhile.
+        env: The (unwrapped) env, or a remote env with the same ``areset``/``astep``; only this
+            coroutine uses it meanwhile.
         policy: Writes the actions (batched with concurrent episodes); ``None`` when
             ``first_action`` is the only action the caller expects.
         seed: The reset seed.
@@ -141,14 +148,39 @@ async def play(
         first_action: The first action, already written (GRPO's sampled completion); the policy
             writes the rest.
         max_actions: Most actions before the episode is stopped as unfinished.
+        max_reruns: Times the episode starts again from its spec when a remote env's host dies
+            (:class:`~conductor_env.env.EnvLost`); after that it ends with an error.
 
     Returns:
-        What happened, step by step.
+        What happened, step by step (``reruns`` says how often it started again).
 
     Raises:
         RuntimeError: When the episode needs another action and ``policy`` is ``None``.
     """
-    observation, info = env.reset(seed=seed, options=dict(reset_options or {}))
+    reruns = 0
+    while True:
+        try:
+            played = await _play_once(env, policy, seed, reset_options, first_action, max_actions)
+        except EnvLost as lost:
+            if reruns >= max_reruns:
+                played = PlayedEpisode(first_observation={}, reset_info={}, error=f"env failed: lost {reruns + 1} times: {lost}")
+            else:
+                reruns += 1
+                continue
+        played.reruns = reruns
+        return played
+
+
+async def _play_once(
+    env: ConductorEnv,
+    policy: PolicyBatcher | None,
+    seed: int | None,
+    reset_options: Mapping[str, Any] | None,
+    first_action: str | None,
+    max_actions: int,
+) -> PlayedEpisode:
+    """One attempt at the episode; raises :class:`EnvLost` when the env's host died."""
+    observation, info = await env.areset(seed=seed, options=dict(reset_options or {}))
     played = PlayedEpisode(first_observation=observation, reset_info=info)
     stage = "policy"
     try:
@@ -164,7 +196,7 @@ async def play(
             if terminated or truncated:
                 return played
         played.error = f"episode stopped after {max_actions} actions"
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, EnvLost):
         raise
     except _NoPolicy:
         raise RuntimeError(

@@ -54,7 +54,7 @@ def warm_start_rows(
         preamble: Maps the episode's reset ``info`` to a line of reasoning written before the
             lists (e.g. naming the task's domain), which the format allows; ``None``: lists only.
     """
-    env = factory()
+    env = factory.local()
     problems = list(env.problems)
     if limit is not None and limit < len(problems):
         stride = len(problems) / limit

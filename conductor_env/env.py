@@ -32,9 +32,19 @@ from conductor_env.rounds import EpisodeState, RoundOutcome, RoundPlayer
 from conductor_env.spaces import Utf8Text, utf8_size
 from conductor_env.suite import Problem, TaskSuite, find_problem
 
-__all__ = ["ConductorEnv", "HISTORY_PART_BYTES", "MAX_ACTION_BYTES", "MAX_QUESTION_BYTES"]
+__all__ = ["ConductorEnv", "EnvLost", "HISTORY_PART_BYTES", "MAX_ACTION_BYTES", "MAX_QUESTION_BYTES"]
 
 StepResult = tuple[dict, float, bool, bool, StepInfo]
+
+
+class EnvLost(RuntimeError):
+    """The process or machine holding an env died mid-episode.
+
+    Raised by remote envs (:mod:`conductor_env.distributed`), never by :class:`ConductorEnv`
+    itself. The episode's state is gone, so the caller re-runs it from its spec (same seed, same
+    problem): the episode loop does that, which pays the episode's worker calls again. The env
+    object that raised it has already moved to a live host and can be reset.
+    """
 
 
 class ConductorEnv(gym.Env[dict, str]):
@@ -205,6 +215,10 @@ class ConductorEnv(gym.Env[dict, str]):
         return typed_step(observation, reward, terminated, truncated, info)
 
     # ------------------------------------------------------------------------------ step
+
+    async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, StepInfo]:
+        """Async :meth:`reset` (resetting does no I/O; remote envs implement it as a call)."""
+        return self.reset(seed=seed, options=options)
 
     def step(self, action: str) -> StepResult:
         """Runs a workflow (or a self-call frame's sub-workflow); see :meth:`astep`."""

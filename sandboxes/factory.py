@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from typing import Any
@@ -10,7 +11,10 @@ from conductor_env.sandboxes.base import Sandbox, SandboxUnavailable
 
 logger = logging.getLogger(__name__)
 
-NAMES = ("auto", "docker", "local")
+NAMES = ("auto", "docker", "local", "ray")
+#: Backends plugged in by name from layers above (imported only when asked for, so the default
+#: install never imports Ray): name -> ``"module:Class"``.
+PLUGINS = {"ray": "conductor_env.distributed.sandbox:RaySandbox"}
 #: Options both backends accept (``auto`` passes only these).
 COMMON_OPTIONS = ("pool_size", "limits")
 #: Environment variable that overrides what ``auto`` picks (``docker`` or ``local``).
@@ -42,11 +46,13 @@ def get_sandbox(name: str = "auto", **options: Any) -> Sandbox:
     """Returns a sandbox backend.
 
     Args:
-        name: ``"docker"``, ``"local"``, or ``"auto"`` (docker when a daemon answers and the
+        name: ``"docker"``, ``"local"``, ``"auto"`` (docker when a daemon answers and the
             image is built, else local; the environment variable ``CONDUCTOR_SANDBOX`` can force
-            either).
-        **options: Passed to :class:`DockerSandbox` or :class:`LocalSandbox` (``pool_size``,
-            ``limits``, and each backend's own; ``auto`` passes only ``pool_size`` and ``limits``).
+            either), or ``"ray"`` (sandbox hosts on the Ray cluster this process is connected
+            to; needs the ``ray`` extra, see :mod:`conductor_env.distributed`).
+        **options: Passed to :class:`DockerSandbox`, :class:`LocalSandbox` or the plug-in
+            (``pool_size``, ``limits``, and each backend's own; ``auto`` passes only
+            ``pool_size`` and ``limits``).
 
     Returns:
         A started sandbox (its workers start on first use); close it when done.
@@ -61,6 +67,8 @@ def get_sandbox(name: str = "auto", **options: Any) -> Sandbox:
     choice = (name or "auto").strip().lower()
     if choice not in NAMES:
         raise ValueError(f"unknown sandbox {name!r}: use one of {', '.join(NAMES)}")
+    if choice in PLUGINS:
+        return _plugin(choice, options)
     if choice == "auto":
         forced = os.environ.get(ENV_OVERRIDE, "").strip().lower()
         if forced in ("docker", "local"):
@@ -75,3 +83,12 @@ def get_sandbox(name: str = "auto", **options: Any) -> Sandbox:
     if choice == "docker":
         return DockerSandbox(**options)
     return LocalSandbox(**options)
+
+
+def _plugin(name: str, options: dict[str, Any]) -> Sandbox:
+    module_name, _, class_name = PLUGINS[name].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise SandboxUnavailable(f"sandbox {name!r} needs {error.name or 'its extra'}: pip install 'conductor-env[{name}]'") from error
+    return getattr(module, class_name)(**options)

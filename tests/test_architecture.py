@@ -41,8 +41,8 @@ LAYERS = {
     "conductor_env.envs": 3,
     "conductor_env.agents": 4,
     "conductor_env.evaluation": 5,
-    "conductor_env.cli": 6,
-    "conductor_env.distributed": 7,
+    "conductor_env.distributed": 6,
+    "conductor_env.cli": 7,
 }
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
-from conductor_env.agents.grpo.prompts import PromptBuilder, full_prompt
+from conductor_env.agents.grpo.prompts import PromptBuilder, chat_messages, full_prompt
 from conductor_env.agents.grpo.reward import EnvFactory
 from conductor_env.env import ConductorEnv
 
@@ -37,12 +37,13 @@ def build_dataset(
             (``GRPORecipe.balance_domains``) and every step sees each domain equally.
 
     Returns:
-        A :class:`datasets.Dataset` with ``prompt`` (one user message), ``problem_id``,
+        A :class:`datasets.Dataset` with ``prompt`` (the chat messages: the user message, after the
+        Conductor template's system message when it has one), ``problem_id``,
         ``episode_seed`` and ``domain``.
     """
     from datasets import Dataset
 
-    env = factory()
+    env = factory.local()
     if problem_ids is None:
         problems = list(env.problems)
         if limit is not None and limit < len(problems):
@@ -54,7 +55,7 @@ def build_dataset(
     rows: dict[str, list[Any]] = {"prompt": [], "problem_id": [], "episode_seed": [], "domain": []}
     for i, problem_id in enumerate(problem_ids):
         observation, info = env.reset(seed=seed + i, options={"problem_id": problem_id})
-        rows["prompt"].append([{"role": "user", "content": prompt_builder(observation)}])
+        rows["prompt"].append(chat_messages(observation, prompt_builder))
         rows["problem_id"].append(problem_id)
         rows["episode_seed"].append(seed + i)
         rows["domain"].append(info["domain"])

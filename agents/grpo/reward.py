@@ -71,6 +71,11 @@ class EnvFactory:
         """Returns a new env over the shared suite and pool (closing it leaves them open: call :meth:`close`)."""
         return self.setup.make(self.parts)
 
+    def local(self) -> ConductorEnv:
+        """Returns an env in this process over the shared parts, for reading the problems and
+        building prompts (a subclass may play its episodes elsewhere)."""
+        return self.setup.make(self.parts)
+
     def close(self) -> None:
         """Closes the shared pool and suite."""
         self.parts.close()

@@ -106,6 +106,7 @@ def train_grpo(
     followup: Policy | None = None,
     progress: bool = False,
     say: Callable[[str], None] | None = None,
+    env_factory: Callable[[EnvSetup], EnvFactory] | None = None,
 ) -> GRPORun:
     """Runs a whole GRPO training (optionally after a format warm start) and saves the result.
 
@@ -117,6 +118,8 @@ def train_grpo(
             identical-reward groups, and warn when the run stops carrying a learning signal
             (:mod:`conductor_env.agents.progress`), instead of TRL's bar and log lines.
         say: Prints a line at each phase (warm start, held-out evaluation, saving); ``None``: quiet.
+        env_factory: Builds the envs of a setup (``None``: :class:`EnvFactory`, in this process;
+            :class:`conductor_env.distributed.RayEnvFactory` plays them in Ray actors).
 
     Returns:
         The reward curve, TRL's log, the final model folder, every rewarded episode and the
@@ -124,7 +127,8 @@ def train_grpo(
         curve to ``<output_dir>/reward_curve.png``.
     """
     tell = say or (lambda line: None)
-    factory = EnvFactory(_setup(recipe, recipe.setup.split))
+    make_factory = env_factory or EnvFactory
+    factory = make_factory(_setup(recipe, recipe.setup.split))
     heldout_factory = None
     try:
         prompt_builder = prompt_builder_of(recipe.prompt)
@@ -134,7 +138,7 @@ def train_grpo(
         bar = _use_rich_progress(trainer, recipe.max_steps) if progress else None
         before = after = None
         if recipe.heldout_questions > 0:
-            heldout_factory = EnvFactory(_setup(recipe, recipe.heldout_split))
+            heldout_factory = make_factory(_setup(recipe, recipe.heldout_split))
             rows = _heldout_rows(recipe, heldout_factory, prompt_builder)
             tell(f"held-out reward before GRPO: {len(rows)} {recipe.heldout_split} questions x {recipe.heldout_samples} samples")
             before = _evaluate_heldout(trainer, recipe, heldout_factory, rows)

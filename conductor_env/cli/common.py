@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 #: Where code suites can run programs (the ``--sandbox`` choices).
-SANDBOXES = ("docker", "local", "auto")
+SANDBOXES = ("docker", "local", "auto", "ray")
 
 
 class UsageError(Exception):

@@ -47,6 +47,11 @@ def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env-option", action="append", default=[], metavar="KEY=VALUE", help="env option, e.g. max_rounds=2 (repeatable; JSON values allowed)")
     parser.add_argument("--policy-option", action="append", default=[], metavar="KEY=VALUE", help="policy option for make_policy, e.g. seed=3 (repeatable)")
     parser.add_argument("--retry-errors", action="store_true", help="on resume, rerun episodes that ended with an infrastructure error")
+    parser.add_argument(
+        "--ray", default=None, metavar="ADDRESS",
+        help="run the episodes in Ray actors: auto (the cluster `ray start` made here), HOST:PORT of a head node, or local (needs the ray extra)",
+    )
+    parser.add_argument("--ray-workers", type=int, default=2, metavar="N", help="episode actors with --ray (default 2); --concurrency episodes are spread over them")
 
 
 def register(subparsers: Any) -> None:
@@ -88,10 +93,15 @@ def run_eval(
     env_options: dict[str, Any] | None = None,
     policy_options: dict[str, Any] | None = None,
     retry_errors: bool = False,
+    ray: str | None = None,
+    ray_workers: int = 2,
     show_table: bool = True,
     console: Console | None = None,
 ) -> tuple[Any, list[Any]]:
     """Checks the arguments, runs the evaluation with a progress bar and prints the table.
+
+    ``ray`` (an address, see :func:`conductor_env.distributed.connect`) runs the episodes in
+    ``ray_workers`` episode actors; the policies and the results file stay in this process.
 
     Returns:
         The :class:`~conductor_env.evaluation.runner.EvalResult` and the summaries.
@@ -109,7 +119,7 @@ def run_eval(
     try:
         check_env_id(env_id)
         worker_pool = build_pool(pool)
-        policies = build_policies(policy_specs, pool=worker_pool, **(policy_options or {}))
+        policies = build_policies(policy_specs, **{"pool": worker_pool, **(policy_options or {})})  # a --policy-option pool= wins
         config = EvalConfig.for_id(
             env_id,
             pool=worker_pool,
@@ -123,7 +133,7 @@ def run_eval(
             samples=samples,
             retry_infra_errors=retry_errors,
         )
-        result = evaluate(config, policies, out, progress=RichProgress(errors))
+        result = _evaluate_on(_ray_host(ray, ray_workers), lambda host: evaluate(config, policies, out, progress=RichProgress(errors), host=host))
     except EvalConfigError as error:
         raise _usage(error) from error
     for warning in result.warnings:
@@ -133,6 +143,32 @@ def run_eval(
         console.print(summary_table(summaries, title=f"{env_id} · pool {worker_pool.name} · {len(result.records)} episodes"))
     console.print(f"results: {os.path.join(out, RESULTS_NAME)}", highlight=False, markup=False)
     return result, summaries
+
+
+def _evaluate_on(host: Any, run: Any) -> Any:
+    """Runs ``run(host)`` and closes the host (``None``: envs in this process) afterwards."""
+    try:
+        return run(host)
+    finally:
+        if host is not None:
+            host.close()
+
+
+def _ray_host(address: str | None, workers: int) -> Any:
+    """The Ray env host for ``--ray`` (``None`` without it); a missing extra is a usage error."""
+    if address is None:
+        return None
+    if workers < 1:
+        raise UsageError(f"--ray-workers must be at least 1, got {workers}")
+    try:
+        from conductor_env.distributed import RayEnvHost, RayUnavailable, connect
+    except ImportError as error:
+        raise UsageError(f"--ray needs Ray ({error.name} is missing): pip install 'conductor-env[ray]'") from error
+    try:
+        connect(address)
+    except RayUnavailable as error:
+        raise UsageError(str(error)) from error
+    return RayEnvHost(address, workers=workers)
 
 
 def run_eval_command(args: argparse.Namespace) -> int:
@@ -160,6 +196,8 @@ def run_eval_command(args: argparse.Namespace) -> int:
         env_options=env_options,
         policy_options=policy_options,
         retry_errors=args.retry_errors,
+        ray=args.ray,
+        ray_workers=args.ray_workers,
     )
     print(f"next: conductor-env report {args.out}   (plot and workflow viewer)")
     return 0

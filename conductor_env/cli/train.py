@@ -1,4 +1,9 @@
-"""``conductor-env train grpo``: GRPO training of a Conductor LLM, with the paper's defaults."""
+"""``conductor-env train grpo``: GRPO training of a Conductor LLM.
+
+The defaults come from a profile (``gpu``: the paper's hyperparameters with the package's small
+model, env and simulated pool; ``cpu``: a short run that fits a CPU) or, with ``--recipe paper``,
+from the paper's whole setup (its model, training mix, worker pool and hyperparameters).
+"""
 
 from __future__ import annotations
 
@@ -20,37 +25,51 @@ _RECIPE_FLAGS = (
 
 
 def _default(name: str) -> str:
-    """The help text's defaults of a recipe flag under each profile."""
+    """The help text's defaults of a recipe flag under each profile and under ``--recipe paper``."""
     from conductor_env.agents.grpo.recipe import DEFAULT_ENV, GRPORecipe
-    from conductor_env.agents.profiles import CPU_PROFILE
+    from conductor_env.agents.profiles import CPU_PROFILE, PAPER_RECIPE
 
     gpu = DEFAULT_ENV[name] if name in DEFAULT_ENV else getattr(GRPORecipe(), name)
     cpu = CPU_PROFILE.settings.get(name, gpu)
-    return f"default: {gpu}" if cpu == gpu else f"default: gpu {gpu}, cpu {cpu}"
+    paper = PAPER_RECIPE.settings.get(name, gpu)
+    papers = name in PAPER_RECIPE.settings
+    same = " (the paper's)" if papers and paper == gpu else ""
+    shown = f"default: {gpu}{same}" if cpu == gpu else f"default: gpu {gpu}{same}, cpu {cpu}"
+    return shown if paper == gpu else f"{shown}; --recipe paper: {paper} (the paper's)"
 
 
 def register(subparsers: Any) -> None:
     """Adds ``train`` (with its ``grpo`` subcommand) to the ``conductor-env`` parser."""
-    from conductor_env.agents.profiles import PROFILES
+    from conductor_env.agents.profiles import PROFILES, RECIPES
 
     train = subparsers.add_parser("train", help="train a Conductor policy", description="Train a Conductor policy.")
     kinds = train.add_subparsers(dest="trainer", metavar="TRAINER", required=True)
     grpo = kinds.add_parser(
         "grpo",
-        help="GRPO with TRL against a Conductor env (a CPU profile without a GPU, else the paper's recipe)",
+        help="GRPO with TRL against a Conductor env (a CPU profile without a GPU; --recipe paper for the paper's setup)",
         description=(
-            "Train a Conductor LLM with TRL's GRPOTrainer against a Conductor env. Two profiles set the defaults. "
-            "gpu (chosen when CUDA is present) is the paper's recipe: 200 steps of 4 questions x 64 samples, "
+            "Train a Conductor LLM with TRL's GRPOTrainer against a Conductor env. A profile sets the defaults. "
+            "gpu (chosen when CUDA is present) uses the paper's hyperparameters: 200 steps of 4 questions x 64 samples, "
             "lr 1e-6 cosine, 3 percent warmup, clip 0.2, beta 0, loss bnpo, group reward scaling, 1024 completion "
-            "tokens at temperature 1.0, full fine-tuning, vLLM colocated when present. cpu (chosen otherwise) trains "
+            "tokens at temperature 1.0, full fine-tuning, vLLM colocated when present; but NOT the paper's model, data "
+            "or workers: it trains the local Gemma 3 270M on Conductor-RG-v0 with the simulated pool. cpu (chosen otherwise) trains "
             "the local Gemma 3 270M Conductor to route on Conductor-RG-v0 with one simulated expert per domain in "
             "about 9 minutes on 2 cores within 4 GB: LoRA on the top 6 layers, compact prompt, a 30-step format warm start, "
             "24 steps of 3 questions x 4 samples, 34 completion tokens, lr 2e-4 after a 20 percent warm-up, and a "
-            "held-out evaluation before and after. Any flag overrides its profile's value."
+            "held-out evaluation before and after (none of these are the paper's). --recipe paper sets the paper's setup: "
+            "Qwen/Qwen2.5-7B-Instruct on Conductor-Mix-v0 (suite option recipe=paper) with the paper pool, the paper's "
+            "hyperparameters and vLLM; it needs a CUDA GPU, vLLM, the model (on disk or downloadable) and the pool's API "
+            "keys, and stops at once when one is missing. Any flag overrides the profile's or recipe's value."
         ),
     )
     grpo.add_argument("--profile", default=None, choices=sorted(PROFILES), help="settings profile (default: gpu when a CUDA GPU is present, else cpu)")
+    grpo.add_argument(
+        "--recipe", default=None, choices=sorted(RECIPES),
+        help="paper: the paper's model, training mix, pool and hyperparameters (needs a CUDA GPU; replaces --profile)",
+    )
     _add_recipe_arguments(grpo)
+    grpo.add_argument("--ray", default=None, metavar="ADDRESS", help="play the reward's episodes in Ray actors: auto, HOST:PORT or local (needs the ray extra); the model stays here")
+    grpo.add_argument("--ray-workers", type=int, default=2, metavar="N", help="episode actors with --ray (default 2)")
     grpo.set_defaults(handler=run_grpo_command)
 
 
@@ -69,6 +88,8 @@ def _add_recipe_arguments(grpo: argparse.ArgumentParser) -> None:
         "--balance-domains", action=argparse.BooleanOptionalAction, default=unset,
         help=f"give every step each domain equally (round-robin order, no shuffle; not in the paper; {_default('balance_domains')})",
     )
+    add("--conductor-template", default=None, metavar="NAME|FILE", help="Conductor prompt template: a shipped name (default, chat) or a .toml file (docs/PROMPTS.md); no prefill in training")
+    add("--worker-template", default=None, metavar="NAME|FILE", help="worker message template: a shipped name (default, prefill) or a .toml file")
     add("--prompt", default=unset, choices=["full", "compact"], help=f"the env's Conductor prompt, or a compact one (question + workers) for small models after a format warm start ({_default('prompt')})")
     add("--output-dir", default=unset, help=f"checkpoints, final model, rewards.json and reward_curve.png ({_default('output_dir')})")
     add("--max-steps", type=int, default=unset, help=f"optimizer steps ({_default('max_steps')})")
@@ -117,34 +138,68 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
+def _base_settings(args: argparse.Namespace, cuda: bool) -> Any:
+    """Returns the profile (or ``--recipe``) whose settings the flags override.
+
+    Raises:
+        UsageError: For ``--recipe`` with ``--profile``, or an unknown profile.
+    """
+    from conductor_env.agents.profiles import RECIPES, choose_profile
+
+    recipe = getattr(args, "recipe", None)
+    if recipe is not None:
+        if getattr(args, "profile", None) is not None:
+            raise UsageError(f"--recipe {recipe} sets every default itself: drop --profile")
+        return RECIPES[recipe]
+    try:
+        return choose_profile(getattr(args, "profile", None), cuda=cuda)[0]
+    except ValueError as error:
+        raise UsageError(str(error)) from error
+
+
+def _env_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Returns the ``--env-option`` values with ``--conductor-template``/``--worker-template``, checked.
+
+    Raises:
+        UsageError: For a malformed, unknown or bad option (a template that does not load).
+    """
+    from conductor_env.evaluation.setup import EvalConfigError, env_options_of
+
+    env_options = _options(args.env_option, "--env-option")
+    for name in ("conductor_template", "worker_template"):
+        if getattr(args, name, None):
+            env_options[name] = getattr(args, name)
+    try:
+        env_options_of(env_options)
+    except EvalConfigError as error:
+        raise UsageError(str(error)) from error
+    return env_options
+
+
 def recipe_from_args(args: argparse.Namespace, *, cuda: bool | None = None) -> Any:
     """Returns the :class:`~conductor_env.agents.grpo.recipe.GRPORecipe` that parsed arguments describe.
 
-    The profile (``--profile``, else :func:`~conductor_env.agents.profiles.choose_profile` by
-    ``cuda``) gives the defaults; every flag given overrides its value.
+    ``--recipe paper`` (:data:`~conductor_env.agents.profiles.PAPER_RECIPE`), else the profile
+    (``--profile``, else :func:`~conductor_env.agents.profiles.choose_profile` by ``cuda``),
+    gives the defaults; every flag given overrides its value. ``--recipe paper`` is checked
+    against this machine at once (:func:`~conductor_env.agents.profiles.check_paper_requirements`).
 
     Args:
         args: The parsed ``train grpo`` arguments.
         cuda: Whether a CUDA GPU is available (``None``: ask torch).
 
     Raises:
-        UsageError: For malformed ``KEY=VALUE`` options, an unknown env option or profile.
+        UsageError: For malformed ``KEY=VALUE`` options, an unknown env option or profile, or a
+            ``--recipe paper`` this machine cannot run (no CUDA GPU, no vLLM, no model).
     """
     from conductor_env.agents.grpo.recipe import DEFAULT_ENV, ENV_SETTINGS, GRPORecipe, recipe_from_settings
     from conductor_env.agents.preflight import RecipeError, check_env
-    from conductor_env.agents.profiles import choose_profile, recipe_settings
+    from conductor_env.agents.profiles import RequirementError, check_paper_requirements, recipe_settings
     from conductor_env.envs.setup import SetupError
-    from conductor_env.evaluation.setup import EvalConfigError, env_options_of
 
-    env_options = _options(args.env_option, "--env-option")
-    try:
-        env_options_of(env_options)
-    except EvalConfigError as error:
-        raise UsageError(str(error)) from error
-    try:
-        profile, _ = choose_profile(getattr(args, "profile", None), cuda=_cuda() if cuda is None else cuda)
-    except ValueError as error:
-        raise UsageError(str(error)) from error
+    env_options = _env_options(args)
+    cuda = _cuda() if cuda is None else cuda
+    base = _base_settings(args, cuda)
     known = {f.name for f in fields(GRPORecipe)} | set(ENV_SETTINGS)
     given = {name: getattr(args, name) for name in _RECIPE_FLAGS if name in known and hasattr(args, name)}
     if args.use_vllm is not None:
@@ -152,11 +207,13 @@ def recipe_from_args(args: argparse.Namespace, *, cuda: bool | None = None) -> A
     given["env_options"] = env_options
     given["suite_options"] = _options(args.suite_option, "--suite-option")
     given["trainer_options"] = _options(args.trainer_option, "--trainer-option")
-    settings = recipe_settings(profile, given)
+    settings = recipe_settings(base, given)
     try:
+        if getattr(args, "recipe", None) == "paper":
+            check_paper_requirements(str(settings["model"]), cuda=cuda, use_vllm=settings.get("use_vllm"))
         check_env(settings.get("env", DEFAULT_ENV["env"]))
         return recipe_from_settings(settings)
-    except (RecipeError, SetupError, ValueError) as error:
+    except (RecipeError, RequirementError, SetupError, ValueError) as error:
         raise UsageError(str(error)) from error
 
 
@@ -174,6 +231,23 @@ def eval_command(recipe: Any, final_dir: str) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def _env_factory(args: argparse.Namespace) -> Any:
+    """The reward's env factory: local, or Ray actors with ``--ray`` (``None``: the default)."""
+    address = getattr(args, "ray", None)
+    if address is None:
+        return None
+    try:
+        from conductor_env.distributed import RayEnvFactory, RayUnavailable, connect
+    except ImportError as error:
+        raise UsageError(f"--ray needs Ray ({error.name} is missing): pip install 'conductor-env[ray]'") from error
+    try:
+        connect(address)
+    except RayUnavailable as error:
+        raise UsageError(str(error)) from error
+    workers = args.ray_workers
+    return lambda setup: RayEnvFactory(setup, address=address, workers=workers)
+
+
 def run_grpo_command(args: argparse.Namespace) -> int:
     """Runs ``conductor-env train grpo``: says which profile and why, checks the recipe before any
     model loads, trains with a progress bar, and prints the held-out figures and the eval line."""
@@ -182,12 +256,17 @@ def run_grpo_command(args: argparse.Namespace) -> int:
     from conductor_env.agents.profiles import choose_profile
 
     cuda = _cuda()
-    try:
-        _, line = choose_profile(args.profile, cuda=cuda)
-    except ValueError as error:
-        raise UsageError(str(error)) from error
-    print(line, flush=True)
+    if getattr(args, "recipe", None) is None:
+        try:
+            _, line = choose_profile(args.profile, cuda=cuda)
+        except ValueError as error:
+            raise UsageError(str(error)) from error
+        print(line, flush=True)
     recipe = recipe_from_args(args, cuda=cuda)
+    if getattr(args, "recipe", None) is not None:
+        from conductor_env.agents.profiles import RECIPES
+
+        print(f"recipe {args.recipe} ({RECIPES[args.recipe].summary}): chosen with --recipe", flush=True)
     try:
         check_recipe(recipe)
     except RecipeError as error:
@@ -198,7 +277,7 @@ def run_grpo_command(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        run = train_grpo(recipe, progress=True, say=lambda text: print(text, flush=True))
+        run = train_grpo(recipe, progress=True, say=lambda text: print(text, flush=True), env_factory=_env_factory(args))
     except (ValueError, KeyError) as error:
         raise UsageError(str(error).splitlines()[0]) from error
     if run.rewards:

@@ -4,13 +4,18 @@
 this class: every ``step`` runs the sub-environments' workflows at once, so a batch costs about
 as long as its slowest episode rather than the sum. Autoreset follows Gymnasium's default
 next-step mode: the step after an episode ends resets that sub-environment.
+
+``backend="ray"`` (``gym.make_vec(..., vectorization_mode="vector_entry_point", backend="ray")``)
+runs the sub-environments in episode actors across a Ray cluster instead of in this process;
+the batch API is the same.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 from copy import deepcopy
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -19,6 +24,11 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 from conductor_env.envs.setup import EnvSetup
 from conductor_env.event_loop import run_sync
 
+#: Vector backends plugged in by name from layers above (imported only when asked for):
+#: name -> ``"module:function"`` taking ``(setup, num_envs, **backend_options)`` and returning
+#: the sub-environments and a function that closes what they share.
+VECTOR_BACKENDS = {"ray": "conductor_env.distributed.vector:remote_envs"}
+
 
 class ConductorVectorEnv(VectorEnv):
     """``num_envs`` :class:`ConductorEnv` instances stepped concurrently.
@@ -26,6 +36,10 @@ class ConductorVectorEnv(VectorEnv):
     Args:
         num_envs: Number of sub-environments.
         setup: The env to run (``None``: one built from ``kwargs``).
+        backend: ``"local"`` (in this process) or ``"ray"`` (episode actors on the Ray cluster
+            this process is connected to, or a local one; needs the ``ray`` extra).
+        backend_options: Options of the backend (for ``"ray"``: ``address``, ``workers``, see
+            :func:`conductor_env.distributed.vector.remote_envs`).
         **kwargs: ``gym.make``-style keywords (``suite``, ``pool``, env options, ...) for
             :meth:`EnvSetup.from_kwargs`. The suite and the pool are built once and shared, so
             workers batch across episodes.
@@ -37,16 +51,19 @@ class ConductorVectorEnv(VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
 
-    def __init__(self, num_envs: int = 1, setup: EnvSetup | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        num_envs: int = 1,
+        setup: EnvSetup | None = None,
+        *,
+        backend: str = "local",
+        backend_options: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         if num_envs < 1:
             raise ValueError("num_envs must be >= 1")
         self.setup = setup if setup is not None else EnvSetup.from_kwargs(**kwargs)
-        self.parts = self.setup.build()
-        try:
-            self.envs = [self.setup.make(self.parts) for _ in range(num_envs)]
-        except BaseException:
-            self.parts.close()
-            raise
+        self.envs, self._close_shared = _build_envs(self.setup, num_envs, backend, dict(backend_options or {}))
         first = self.envs[0]
         self.num_envs = num_envs
         self.single_observation_space = first.observation_space
@@ -76,9 +93,12 @@ class ConductorVectorEnv(VectorEnv):
                 raise ValueError(f"got {len(seeds)} seeds for {self.num_envs} environments")
         if seed is not None:
             self._np_random_seed = seeds[0]
+
+        async def reset_all() -> list[tuple[dict, dict]]:
+            return list(await asyncio.gather(*(env.areset(seed=s, options=options) for env, s in zip(self.envs, seeds))))
+
         observations, infos = [], {}
-        for index, (env, env_seed) in enumerate(zip(self.envs, seeds)):
-            observation, info = env.reset(seed=env_seed, options=options)
+        for index, (observation, info) in enumerate(run_sync(reset_all())):
             observations.append(observation)
             infos = self._add_info(infos, info, index)
         self._autoreset[:] = False
@@ -105,7 +125,7 @@ class ConductorVectorEnv(VectorEnv):
         async def one(index: int) -> tuple[dict, float, bool, bool, dict]:
             env = self.envs[index]
             if self._autoreset[index]:
-                observation, info = env.reset()
+                observation, info = await env.areset()
                 return observation, 0.0, False, False, info
             return await env.astep(actions[index])
 
@@ -126,4 +146,25 @@ class ConductorVectorEnv(VectorEnv):
         """Closes the envs, then the shared pool and suite once."""
         for env in self.envs:
             env.close()
-        self.parts.close()
+        self._close_shared()
+
+
+def _build_envs(setup: EnvSetup, num_envs: int, backend: str, options: dict[str, Any]) -> tuple[list[Any], Callable[[], None]]:
+    """The sub-environments of one backend and a function closing what they share."""
+    if backend == "local":
+        if options:
+            raise ValueError(f"the local vector backend takes no backend_options, got {sorted(options)}")
+        parts = setup.build()
+        try:
+            return [setup.make(parts) for _ in range(num_envs)], parts.close
+        except BaseException:
+            parts.close()
+            raise
+    if backend not in VECTOR_BACKENDS:
+        raise ValueError(f"unknown vector backend {backend!r}: use 'local' or one of {sorted(VECTOR_BACKENDS)}")
+    module_name, _, function = VECTOR_BACKENDS[backend].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ImportError(f"backend={backend!r} needs {error.name or 'its extra'}: pip install 'conductor-env[{backend}]'") from error
+    return getattr(module, function)(setup, num_envs, **options)

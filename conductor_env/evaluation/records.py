@@ -188,9 +188,12 @@ def episode_record(
 
 
 def record_of(played: PlayedEpisode, spec: EpisodeSpec, *, env_id: str, pool: str, wall_s: float) -> dict[str, Any]:
-    """Returns the results record of an episode :func:`~conductor_env.agents.episode.play` played."""
+    """Returns the results record of an episode :func:`~conductor_env.agents.episode.play` played.
+
+    ``reruns`` counts the times the episode started again because its remote env's host died.
+    """
     info = played.reset_info
-    return episode_record(
+    record = episode_record(
         spec,
         env_id=env_id,
         pool=pool,
@@ -202,3 +205,5 @@ def record_of(played: PlayedEpisode, spec: EpisodeSpec, *, env_id: str, pool: st
         error=played.error,
         conductor=played.usage,
     )
+    record["reruns"] = played.reruns
+    return record

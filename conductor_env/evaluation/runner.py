@@ -5,6 +5,10 @@ observation waiting for an action goes to its policy in a batch (so an LLM polic
 for many episodes at once); each finished episode is appended to the results file at once.
 Problem ``i`` with sample ``s`` is the same episode (same problem, sub-pool and worker seeds)
 for every policy, so policies are compared on paired episodes.
+
+Where the environments live is an :class:`EnvHost`: in this process by default, or episode
+actors on a Ray cluster (:class:`conductor_env.distributed.RayEnvHost`); either way only this
+process writes the results file, and slots pull the next episode when they finish one.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import os
 import shutil
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from conductor_env.agents.base import Policy
 from conductor_env.agents.episode import PolicyBatcher, play
@@ -69,6 +73,33 @@ class EvalConfig:
     def env_id(self) -> str:
         """The env's gym id (for records)."""
         return self.setup.env_id
+
+
+class EnvHost(Protocol):
+    """Where an evaluation's environments run."""
+
+    def make_envs(self, setup: EnvSetup, parts: EnvParts, count: int) -> list[Any]:
+        """Returns ``count`` envs of ``setup`` (``areset``/``astep``/``close``, as :func:`play` needs).
+
+        Args:
+            setup: The env to build.
+            parts: The suite and pool built in this process (local envs share them).
+            count: How many envs (episodes in flight at once).
+        """
+
+    def close(self) -> None:
+        """Releases what the envs hold (after the run)."""
+
+
+class LocalEnvHost:
+    """Envs in this process, sharing the run's suite and pool."""
+
+    def make_envs(self, setup: EnvSetup, parts: EnvParts, count: int) -> list[Any]:
+        """See :meth:`EnvHost.make_envs`."""
+        return [setup.make(parts) for _ in range(count)]
+
+    def close(self) -> None:
+        """Nothing to release: the run closes the shared parts."""
 
 
 @dataclass
@@ -177,13 +208,14 @@ def _problem_warnings(config: EvalConfig, problems: Sequence[Any]) -> list[str]:
     return notes
 
 
-def prepare(config: EvalConfig, policies: Sequence[Policy], out_dir: str) -> PreparedRun:
+def prepare(config: EvalConfig, policies: Sequence[Policy], out_dir: str, host: EnvHost | None = None) -> PreparedRun:
     """Builds the suite, pool and environments, and works out which episodes remain.
 
     Args:
         config: What to evaluate.
         policies: The policies (their names key the results).
         out_dir: The output folder; results already there are kept and skipped.
+        host: Where the environments run (``None``: in this process).
 
     Returns:
         The prepared run.
@@ -204,7 +236,7 @@ def prepare(config: EvalConfig, policies: Sequence[Policy], out_dir: str) -> Pre
         done = _finished_records(out_dir, config, warnings)
         done_keys = {episode_key(r) for r in done}
         remaining = [s for s in plan if (config.env_id, pool_name, s.policy, s.problem_id, s.sample) not in done_keys]
-        envs = [config.setup.make(parts) for _ in range(min(config.concurrency, max(1, len(remaining))))]
+        envs = (host or LocalEnvHost()).make_envs(config.setup, parts, min(config.concurrency, max(1, len(remaining))))
         known = list((previous or {}).get("policies") or [])
         manifest["policies"] = known + [p.name for p in policies if p.name not in known]
         write_manifest(out_dir, manifest)
@@ -236,6 +268,8 @@ async def run_prepared(run: PreparedRun, policies: Sequence[Policy], writer: Res
             new_records.append(record)
             if record["infra_error"]:
                 progress.warn(f"{spec.policy} on {spec.problem_id}: {record['infra_error']}")
+            if record["reruns"]:
+                progress.warn(f"{spec.policy} on {spec.problem_id}: re-run {record['reruns']} time(s) after its env's host died")
             progress.advance(record)
 
     tasks = [asyncio.ensure_future(slot(env)) for env in run.envs]
@@ -281,6 +315,7 @@ def evaluate(
     out_dir: str,
     *,
     progress: ProgressReporter | None = None,
+    host: EnvHost | None = None,
 ) -> EvalResult:
     """Evaluates policies on an env and pool, appending each finished episode to ``out_dir``.
 
@@ -291,6 +326,8 @@ def evaluate(
         policies: The policies (distinct names).
         out_dir: Output folder (``results.jsonl`` and ``run.json``).
         progress: Progress events receiver (``None``: silent).
+        host: Where the environments run (``None``: in this process; see
+            :class:`conductor_env.distributed.RayEnvHost`). The caller closes it.
 
     Returns:
         The run's records and bookkeeping.
@@ -309,7 +346,7 @@ def evaluate(
         raise EvalConfigError(f"{error}; wait for it to finish or pick another --out") from error
     try:
         try:
-            run = prepare(config, policies, out_dir)
+            run = prepare(config, policies, out_dir, host)
         except EvalConfigError:
             if created:  # a typo in the arguments should not leave an empty results folder behind
                 writer.close()

@@ -25,11 +25,14 @@ class WorkerSpec:
         price_out_per_m: USD per million output tokens.
         max_tokens: Default output-token limit of a call.
         temperature: Default sampling temperature.
-        max_concurrency: Calls in flight at once for this worker.
+        max_concurrency: Calls in flight at once for this worker (across the cluster when
+            episodes run on Ray).
         timeout_s: Per-call timeout.
         description: Optional text shown to the Conductor when names are revealed.
         options: Backend-specific settings (e.g. ``skill``/``latency_s`` for simulated workers,
             ``reasoning_effort`` or ``thinking_budget`` for API models).
+        requests_per_minute: Calls started per minute (``None``: no limit; across the cluster
+            when episodes run on Ray).
     """
 
     name: str
@@ -45,6 +48,7 @@ class WorkerSpec:
     timeout_s: float = 600.0
     description: str = ""
     options: Mapping[str, Any] = field(default_factory=dict)
+    requests_per_minute: float | None = None
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         """Returns the USD price of a call with these token counts."""

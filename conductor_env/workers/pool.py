@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import importlib
 import importlib.resources
@@ -13,6 +12,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from conductor_env.calls import Completion, Message, RetryPolicy
 from conductor_env.workers.base import Worker, WorkerSpec
+from conductor_env.workers.limits import CallLimiter, LocalLimiter
 from conductor_env.workers.retry import with_retries, with_timeout
 
 try:  # Python 3.11+
@@ -60,11 +60,16 @@ def _build_worker(spec: WorkerSpec) -> Worker:
 
 
 class WorkerPool:
-    """An ordered set of workers with per-worker concurrency limits.
+    """An ordered set of workers with per-worker call limits.
 
     Args:
         specs: The workers, in the order of their canonical ids.
         name: A label for results (the preset name or file stem).
+
+    Attributes:
+        limiter: Grants each call attempt its slot (``max_concurrency``, ``requests_per_minute``);
+            a :class:`~conductor_env.workers.limits.LocalLimiter` holds them in this process,
+            :meth:`use_limiter` swaps in one that holds them across a cluster.
     """
 
     def __init__(self, specs: Sequence[WorkerSpec], *, name: str = "custom") -> None:
@@ -76,7 +81,7 @@ class WorkerPool:
         self.name = name
         self.specs: tuple[WorkerSpec, ...] = tuple(specs)
         self._workers: dict[str, Worker] = {}
-        self._semaphores: dict[tuple[int, str], asyncio.Semaphore] = {}
+        self.limiter: CallLimiter = LocalLimiter()
 
     def __len__(self) -> int:
         return len(self.specs)
@@ -88,13 +93,9 @@ class WorkerPool:
             self._workers[spec.name] = _build_worker(spec)
         return self._workers[spec.name]
 
-    def semaphore(self, index: int) -> asyncio.Semaphore:
-        """Returns the concurrency limiter of worker ``index`` for the running event loop."""
-        spec = self.specs[index]
-        key = (id(asyncio.get_running_loop()), spec.name)
-        if key not in self._semaphores:
-            self._semaphores[key] = asyncio.Semaphore(spec.max_concurrency)
-        return self._semaphores[key]
+    def use_limiter(self, limiter: CallLimiter) -> None:
+        """Makes every later call take its slot from ``limiter`` (e.g. a cluster-wide one)."""
+        self.limiter = limiter
 
     def sample_subpool(self, rng: random.Random, size: int | tuple[int, int] | None) -> tuple[int, ...]:
         """Draws the worker indices an episode may use, in the order their ids are shown.
@@ -128,8 +129,9 @@ class WorkerPool:
     ) -> tuple[Completion, int]:
         """Calls worker ``index`` the guarded way: every caller (env steps, LLM policies) uses this.
 
-        Each attempt waits for the worker's concurrency slot (``max_concurrency``, per event
-        loop) and is bounded by its ``timeout_s``; failures are retried with backoff.
+        Each attempt waits for the worker's slot from :attr:`limiter` (``max_concurrency`` and
+        ``requests_per_minute``) and is bounded by its ``timeout_s``; failures are retried with
+        backoff.
 
         Args:
             index: The worker's canonical index in the pool.
@@ -146,12 +148,12 @@ class WorkerPool:
         Raises:
             WorkerError: When the call still fails after the retries (or cannot be retried).
         """
-        worker, semaphore, timeout_s = self.worker(index), self.semaphore(index), self.specs[index].timeout_s
+        worker, spec = self.worker(index), self.specs[index]
 
         async def attempt() -> Completion:
-            async with semaphore:
+            async with self.limiter.slot(spec.name, spec.max_concurrency, spec.requests_per_minute):
                 call = worker.complete(messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **options)
-                return await with_timeout(call, timeout_s)
+                return await with_timeout(call, spec.timeout_s)
 
         return await with_retries(attempt, retry or RetryPolicy())
 
@@ -162,7 +164,7 @@ class WorkerPool:
         self._workers.clear()
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickles the specs without the built backends or the limiters.
+        """Pickles the specs and the limiter without the built backends.
 
         Backends hold process-local handles (HTTP clients bound to an event loop, a loaded model
         and its thread), so a copy (``pickle``, ``copy.deepcopy``) builds its own on first use and
@@ -170,7 +172,6 @@ class WorkerPool:
         """
         state = self.__dict__.copy()
         state["_workers"] = {}
-        state["_semaphores"] = {}
         return state
 
 
@@ -200,6 +201,8 @@ def spec_from_mapping(entry: Mapping[str, Any], *, defaults: Mapping[str, Any] |
         spec = WorkerSpec(**fields, options=options)
         for numeric in ("price_in_per_m", "price_out_per_m", "temperature", "timeout_s"):
             float(getattr(spec, numeric))
+        if spec.requests_per_minute is not None and not float(spec.requests_per_minute) > 0:
+            raise ValueError(f"requests_per_minute must be positive, got {spec.requests_per_minute!r}")
         int(spec.max_tokens), int(spec.max_concurrency)
     except (TypeError, ValueError) as error:
         raise PoolError(f"worker {fields['name']!r}: {error}") from error

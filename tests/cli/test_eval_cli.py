@@ -98,3 +98,11 @@ def test_report_of_a_folder_without_results_is_a_usage_error(tmp_path: Path) -> 
     assert result.stderr.strip().splitlines() == [
         f"conductor-env report: error: no results.jsonl in {str(tmp_path)!r}; run conductor-env eval --out {tmp_path} ... first"
     ]
+
+
+def test_a_policy_option_pool_picks_the_conductors_pool(tmp_path: Path) -> None:
+    # llm:NAME looks NAME up in --policy-option pool=..., not in the workers' --pool.
+    result = cli(*eval_args(tmp_path / "run", "--policy-option", "pool=simulated", policy="llm:sim-coder"))
+    assert "Traceback" not in result.stderr and "multiple values" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert len((tmp_path / "run" / "results.jsonl").read_text().splitlines()) == 3

@@ -1,0 +1,81 @@
+"""Call limits: how many calls a worker may have in flight, and how many it may start per minute.
+
+A :class:`~conductor_env.workers.pool.WorkerPool` asks its limiter for a slot before every
+attempt at a call. :class:`LocalLimiter` (the default) holds the limits within one process;
+a cluster limiter (:mod:`conductor_env.distributed`) holds them across every process of a Ray
+cluster, so that N episode actors do not multiply a worker's load by N.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import time
+from typing import Any, AsyncIterator, Protocol
+
+#: The window a requests-per-minute limit counts over.
+RATE_WINDOW_S = 60.0
+
+
+class CallLimiter(Protocol):
+    """Grants slots for calls to a worker."""
+
+    def slot(self, name: str, max_concurrency: int, requests_per_minute: float | None) -> contextlib.AbstractAsyncContextManager[None]:
+        """Returns a context that waits for a slot of worker ``name`` and frees it on exit.
+
+        Args:
+            name: The worker's name (limits are per worker).
+            max_concurrency: Calls in flight at once.
+            requests_per_minute: Calls started in any 60 s window (``None``: no limit).
+        """
+
+
+class RateWindow:
+    """Spaces call starts so that at most ``per_minute`` start in any :data:`RATE_WINDOW_S` window.
+
+    Args:
+        per_minute: Calls allowed per window (fractions round down, at least one).
+        clock: Monotonic clock (seconds).
+    """
+
+    def __init__(self, per_minute: float, clock: Any = time.monotonic) -> None:
+        self.capacity = max(1, int(per_minute))
+        self._clock = clock
+        self._starts: collections.deque[float] = collections.deque()
+
+    def delay(self) -> float:
+        """Seconds until another call may start (0: now); records the start when it is 0."""
+        now = self._clock()
+        while self._starts and now - self._starts[0] >= RATE_WINDOW_S:
+            self._starts.popleft()
+        if len(self._starts) < self.capacity:
+            self._starts.append(now)
+            return 0.0
+        return RATE_WINDOW_S - (now - self._starts[0])
+
+
+class LocalLimiter:
+    """Per-process limits: a semaphore and a rate window per worker and event loop."""
+
+    def __init__(self) -> None:
+        self._semaphores: dict[tuple[int, str], asyncio.Semaphore] = {}
+        self._windows: dict[str, RateWindow] = {}
+
+    @contextlib.asynccontextmanager
+    async def slot(self, name: str, max_concurrency: int, requests_per_minute: float | None) -> AsyncIterator[None]:
+        """See :meth:`CallLimiter.slot`."""
+        key = (id(asyncio.get_running_loop()), name)
+        semaphore = self._semaphores.get(key)
+        if semaphore is None:
+            semaphore = self._semaphores[key] = asyncio.Semaphore(max(1, int(max_concurrency)))
+        async with semaphore:
+            if requests_per_minute:
+                window = self._windows.setdefault(name, RateWindow(requests_per_minute))
+                while (wait := window.delay()) > 0:
+                    await asyncio.sleep(wait)
+            yield
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy starts with no calls in flight (semaphores are bound to event loops)."""
+        return {"_semaphores": {}, "_windows": {}}

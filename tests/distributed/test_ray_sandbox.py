@@ -1,0 +1,94 @@
+"""``sandbox="ray"``: one host per node offering ``conductor_sandbox``, the local verdicts, and no
+lost or wrongly scored answer when a host dies mid-run."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import gymnasium as gym
+import pytest
+
+import conductor_env  # noqa: F401  (registers the gym ids)
+from conductor_env.distributed import RayEnvHost, RaySandbox, shutdown_sandbox_hosts
+from conductor_env.distributed.sandbox import HOST_PREFIX
+from conductor_env.evaluation.runner import EvalConfig, evaluate
+from conductor_env.evaluation.setup import build_policies
+from conductor_env.sandboxes import get_sandbox
+from conductor_env.tasks.suites.humaneval import HumanEvalSuite
+from conductor_env.workers.pool import load_pool
+
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.ray
+
+
+@pytest.fixture
+def hosts(cluster):
+    """Fresh sandbox hosts for each test (bubblewrap pools: quick to start)."""
+    shutdown_sandbox_hosts()
+    sandbox = RaySandbox(backend="local", pool_size=2)
+    yield sandbox
+    shutdown_sandbox_hosts()
+
+
+def test_one_host_per_offering_node_and_local_verdicts(hosts):
+    suite = HumanEvalSuite(sandbox=hosts)
+    reference = HumanEvalSuite(sandbox="local")
+    try:
+        problems = suite.problems()[:6]
+        answers = [suite.reference_response(p) for p in problems] + ["```python\ndef nothing():\n    pass\n```"] * 2
+        graded = [(p, a) for p, a in zip(problems + problems[:2], answers)]
+        remote = [suite.verify(p, a) for p, a in graded]
+        local = [reference.verify(p, a) for p, a in graded]
+        assert [s.correct for s in remote] == [s.correct for s in local] == [True] * 6 + [False] * 2
+        stats = [ray.get(h.stats.remote()) for h in hosts.host_handles()]
+    finally:
+        suite.close()
+        reference.close()
+    assert len(stats) == 2 and len({s["node_id"] for s in stats}) == 2, "one host on each node offering the resource"
+    assert all(s["jobs"] > 0 for s in stats), "jobs went to both hosts"
+
+
+def test_no_host_is_a_report_error_not_an_exception(cluster):
+    report = RaySandbox(hosts=0).run_tests("print(1)", [{"input": "", "output": "1"}])
+    assert report.error is not None and "conductor_sandbox" in report.error
+
+
+def test_sandbox_name_ray_reaches_the_plugin(hosts):
+    sandbox = get_sandbox("ray")
+    assert isinstance(sandbox, RaySandbox)
+    env = gym.make("Conductor-HumanEval-v0", pool="simulated", sandbox="ray")
+    try:
+        env.reset(seed=0, options={"problem_id": "HumanEval/2"})
+        _, _, terminated, truncated, info = env.step('model_id = [0]\nsubtasks = ["Write the function."]\naccess_list = [[]]')
+        assert terminated and not truncated and info["infra_error"] == ""
+    finally:
+        env.close()
+
+
+def test_a_sandbox_host_killed_mid_run_changes_no_reward(hosts, tmp_path):
+    config = dict(pool="simulated", n=24, concurrency=4, seed=5)
+    policies = lambda: build_policies(["single:2"], pool=load_pool("simulated"))  # noqa: E731 - the coder writes code
+    local = evaluate(EvalConfig.for_id("Conductor-HumanEval-v0", sandbox="local", **config), policies(), str(tmp_path / "local"))
+    out = tmp_path / "ray"
+
+    def kill_a_host() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len((out / "results.jsonl").read_text().splitlines() if (out / "results.jsonl").exists() else []) < 4:
+            time.sleep(0.05)
+        ray.kill(ray.get_actor(f"{HOST_PREFIX}0"), no_restart=False)
+
+    killer = threading.Thread(target=kill_a_host, daemon=True)
+    killer.start()
+    host = RayEnvHost(workers=2)
+    try:
+        remote = evaluate(EvalConfig.for_id("Conductor-HumanEval-v0", sandbox=hosts, **config), policies(), str(out), host=host)
+    finally:
+        host.close()
+    killer.join(timeout=5)
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(lines) == 24 and not any(r["infra_error"] for r in lines)
+    key = lambda r: (r["problem_id"], r["sample"])  # noqa: E731
+    assert {key(r): r["correct"] for r in remote.records} == {key(r): r["correct"] for r in local.records}
+    assert any(r["correct"] for r in lines) and not all(r["correct"] for r in lines)
