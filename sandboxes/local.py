@@ -84,6 +84,8 @@ def bwrap_command(python: str, extra_binds: tuple[str, ...], tmpfs_bytes: int) -
         "--as-pid-1",
         "--clearenv",
         "--ro-bind", "/usr", "/usr",
+        # Debian links shared libraries such as libblas.so.3 (numpy's) through /etc/alternatives.
+        "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
         "--symlink", "usr/bin", "/bin",
         "--symlink", "usr/lib", "/lib",
         "--symlink", "usr/lib64", "/lib64",

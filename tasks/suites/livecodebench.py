@@ -11,7 +11,15 @@ LiveCodeBench grades them (the sandbox runner implements the comparison rules):
   equal, or all its whitespace-separated tokens equal as decimals (``0.50`` == ``0.5``).
 - ``functional`` problems (LeetCode): ``Solution().<func_name>(*args)`` with one JSON value per
   input line; the result must ``==`` the expected JSON value after a tuple becomes a list (the
-  sandbox turns nested tuples into lists too, where LiveCodeBench converts only the top level).
+  sandbox turns nested tuples into lists too, where LiveCodeBench converts only the top level)
+  and a numpy scalar its Python value.
+- Each test has :data:`LCB_TIMEOUT_S` seconds of wall time (option ``timeout_s``), as
+  LiveCodeBench's per-test alarm; the CPU limit is only a safety net that a test ending in time
+  cannot reach (:class:`~conductor_env.sandboxes.base.Limits`).
+
+Stdin programs run as real scripts, where LiveCodeBench wraps them in a function and mocks
+stdin: ``open(0)``, ``for line in sys.stdin``, ``global`` at the top level and ``quit()`` pass
+here and fail there. ``docs/LCB_GRADING.md`` lists every known difference and the test that pins it.
 
 Like LiveCodeBench's harness, every program runs after :data:`LCB_IMPORT_HEADER` (the standard
 library star-imports LiveCodeBench prepends, so ``List``, ``Counter``, ``heapq`` ... need no
@@ -44,6 +52,7 @@ from conductor_env.tasks.sandboxed import SandboxedSuite, SandboxRef, run_until_
 
 __all__ = [
     "LCB_IMPORT_HEADER",
+    "LCB_TIMEOUT_S",
     "LiveCodeBenchSuite",
     "build_program",
 ]
@@ -77,6 +86,9 @@ LCB_IMPORT_HEADER = "\n".join(
     ]
 ) + "\n\n"
 
+
+#: Wall-clock seconds per test: LiveCodeBench's default ``timeout`` (``signal.alarm(6)`` per test).
+LCB_TIMEOUT_S = 6.0
 
 #: First line of functional programs: LiveCodeBench imports them as a module (``tmp_sol``), so
 #: an ``if __name__ == "__main__":`` demo (often reading input) does not run.
@@ -116,7 +128,11 @@ class LiveCodeBenchSuite(SandboxedSuite):
         revision: A hub revision (commit or tag) to pin.
         sandbox: A sandbox name for :func:`conductor_env.sandboxes.get_sandbox` (``"auto"``,
             ``"docker"``, ``"local"``) or a :class:`Sandbox` instance (not closed by the suite).
-        limits: :class:`Limits` (or a dict of its fields) per test; default the sandbox's.
+        limits: :class:`Limits` (or a dict of its fields) per test; default the sandbox's, with
+            the wall time of ``timeout_s``.
+        timeout_s: Wall-clock seconds per test. Default: ``limits.wall_s`` when ``limits`` is
+            given, else :data:`LCB_TIMEOUT_S` (6, LiveCodeBench's); when given it overrides
+            ``limits.wall_s``. The CPU limit is ``limits.cpu_s`` (default: a safety net only).
         early_stop: Stop at the first failing test, as LiveCodeBench does (tests run in
             batches of doubling size; ``score`` then counts the tests not run as failed). With
             ``False`` every test runs and ``score`` is the full pass fraction.
@@ -131,8 +147,9 @@ class LiveCodeBenchSuite(SandboxedSuite):
     Splits: ``"test"`` holds every selected problem.
 
     Raises:
-        SuiteError: Unknown version, bad dates, a row outside the schema, no problems selected,
-            or no hub access (the message names the dataset, ``data_files`` and HF_HUB_OFFLINE).
+        SuiteError: Unknown version, bad dates, a bad ``timeout_s``, a row outside the schema, no
+            problems selected, or no hub access (the message names the dataset, ``data_files``
+            and HF_HUB_OFFLINE).
         PrivateTestsError: A row whose private tests are not a pickled plain string.
     """
 
@@ -153,8 +170,10 @@ class LiveCodeBenchSuite(SandboxedSuite):
         limits: Limits | Mapping[str, Any] | None = None,
         early_stop: bool = True,
         allow_public_only: bool = False,
+        timeout_s: float | None = None,
     ) -> None:
         super().__init__(sandbox=sandbox, limits=limits)
+        self.timeout_s = _check_timeout(timeout_s)
         self.early_stop = early_stop
         self.allow_public_only = resolve_opt_in(allow_public_only)
         self.version = version or DEFAULT_VERSION
@@ -277,7 +296,7 @@ class LiveCodeBenchSuite(SandboxedSuite):
         kind = problem.metadata.get("kind", "stdin")
         options = {
             "kind": kind,
-            "limits": self.limits,
+            "limits": self.test_limits(),
             "func_name": problem.metadata.get("func_name") if kind == "functional" else None,
         }
         jobs = [{"input": test["input"], "output": test["output"]} for test in tests]
@@ -287,6 +306,13 @@ class LiveCodeBenchSuite(SandboxedSuite):
         else:
             report = self.sandbox().run_tests(program, jobs, **options)
         return summarize_report(report, total=len(jobs))
+
+    def test_limits(self) -> Limits:
+        """The limits each test runs under: ``limits`` (else the sandbox's) with the suite's wall time."""
+        base = self.limits or getattr(self.sandbox(), "default_limits", None) or Limits()
+        if self.timeout_s is not None:
+            return replace(base, wall_s=self.timeout_s)
+        return base if self.limits is not None else replace(base, wall_s=LCB_TIMEOUT_S)
 
     def reference_response(self, problem: Problem) -> str | None:
         """LiveCodeBench ships no reference solutions: ``None``."""
@@ -307,3 +333,12 @@ class LiveCodeBenchSuite(SandboxedSuite):
             value = "1" if first["output"].strip() == "0" else "0"
             code = f"import sys\n\ndata = sys.stdin.read().split()\nprint({value})\n"
         return f"A simple approach:\n\n```python\n{code}```\n"
+
+
+def _check_timeout(timeout_s: Any) -> float | None:
+    """``timeout_s`` as a float, or ``None``; a positive, finite number of seconds is required."""
+    if timeout_s is None:
+        return None
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s < float("inf"):
+        raise SuiteError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+    return float(timeout_s)
