@@ -7,7 +7,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
-Kind = Literal["stdin", "functional", "script", "isolated"]
+Kind = Literal["stdin", "functional", "script", "isolated", "unittest"]
 Verdict = Literal["pass", "wrong", "timeout", "runtime_error", "memory", "output_limit"]
 
 
@@ -20,8 +20,14 @@ class Limits:
     """Resource limits applied to every test run.
 
     Attributes:
-        wall_s: Wall-clock deadline per test; the whole process group is killed at it.
-        cpu_s: CPU seconds per test (RLIMIT_CPU).
+        wall_s: Wall-clock deadline per test; the whole process group is killed at it. This is the
+            time limit: 6 s, as LiveCodeBench's per-test alarm.
+        cpu_s: CPU seconds per test (RLIMIT_CPU), or ``None`` (the default) for a safety net that
+            no test ending within ``wall_s`` can reach: ``ceil(wall_s x the CPUs the test may run
+            on) + 1``, worked out in the sandbox. A test's process cannot use more CPU time than
+            its wall time on each CPU, so then only the wall-clock deadline ends a test, as in
+            LiveCodeBench; the CPU limit ends only a test that outlives its deadline (a runner
+            that failed to kill it). A number caps one process at that many CPU seconds.
         memory_mb: Address-space limit per test (RLIMIT_AS).
         processes: Process/thread limit (RLIMIT_NPROC inside the sandbox).
         file_size_mb: Largest file a test may write (RLIMIT_FSIZE).
@@ -30,12 +36,18 @@ class Limits:
     """
 
     wall_s: float = 6.0
-    cpu_s: int = 4
+    cpu_s: float | None = None
     memory_mb: int = 1024
     processes: int = 64
     file_size_mb: int = 16
     open_files: int = 64
     output_bytes: int = 1 << 20
+
+    @property
+    def cpu_floor_s(self) -> float:
+        """The least CPU time at which the CPU limit can end a test: ``cpu_s``, else ``wall_s + 1``
+        (the derived limit is at least that); a kill at or past it is a time-out."""
+        return float(self.cpu_s) if self.cpu_s is not None else float(self.wall_s) + 1.0
 
 
 @dataclass(frozen=True)

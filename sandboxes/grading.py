@@ -14,6 +14,8 @@ import signal
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from conductor_env.sandboxes import unittest_grading
+
 
 def stripped_lines(text: str) -> list[str]:
     """LiveCodeBench's normalisation: the text stripped, split into lines, each line stripped."""
@@ -58,6 +60,22 @@ def compare_stdin_output(actual: str, expected: str) -> tuple[bool, str]:
     return True, ""
 
 
+#: Digits up to which a JSON integer is read as an ``int`` (Python's default limit for reading
+#: integers from text, which is also the length at which that reading becomes slow).
+INT_DIGITS = 4300
+
+
+def _read_int(text: str) -> int | tuple[str, str]:
+    """A JSON integer token: an ``int``, or for a longer one a tuple that stands for it.
+
+    JSON writes an integer one way only, and a tuple is nothing else :func:`json.loads` makes, so
+    two long integers compare equal exactly when their digits do, in linear time and past
+    Python's digit limit (LiveCodeBench's grader raises that limit to 50,000 digits; the sandbox
+    writes up to as many).
+    """
+    return int(text) if len(text) <= INT_DIGITS else ("int", text)
+
+
 def compare_functional_result(actual_json: str, expected_json: str) -> tuple[bool, str]:
     """Compares a serialised call result with the expected JSON value.
 
@@ -71,9 +89,9 @@ def compare_functional_result(actual_json: str, expected_json: str) -> tuple[boo
     Raises:
         ValueError: When ``expected_json`` is not JSON (a bad test, not a bad program).
     """
-    expected = json.loads(expected_json)
+    expected = json.loads(expected_json, parse_int=_read_int)
     try:
-        actual = json.loads(actual_json)
+        actual = json.loads(actual_json, parse_int=_read_int)
     except (ValueError, RecursionError) as error:
         return False, f"the result could not be read: {_clip(str(error))}"
     if actual == expected:
@@ -93,7 +111,8 @@ def grade_outcome(kind: str, outcome: dict, expected: str | None, cpu_limit_s: f
         kind: ``stdin``, ``functional``, ``script`` or ``isolated``.
         outcome: One element of a reply's ``outcomes``.
         expected: The expected output (``None`` for ``script`` and ``isolated``).
-        cpu_limit_s: The CPU limit the test ran under (to tell a CPU-limit kill).
+        cpu_limit_s: The least CPU time at which the test's CPU limit ends it (``Limits.cpu_floor_s``),
+            to tell a CPU-limit kill.
 
     Returns:
         ``(verdict, detail)``; the verdict is one of ``pass``, ``wrong``, ``timeout``,
@@ -115,9 +134,11 @@ def _grade(kind: str, outcome: dict, expected: str | None, cpu_limit_s: float) -
     record = outcome.get("record")
     sig = outcome.get("signal")
     if sig == signal.SIGXCPU or (sig == signal.SIGKILL and outcome.get("cpu_s", 0.0) >= cpu_limit_s - 0.05):
-        return "timeout", f"CPU time limit ({cpu_limit_s:g}s) exceeded"
+        return "timeout", f"CPU time limit exceeded ({outcome.get('cpu_s', 0.0):.1f}s of CPU)"
     if kind == "isolated":
         return _isolated_verdict(outcome, record, cpu_limit_s)
+    if kind == "unittest":
+        return unittest_grading.unittest_verdict(outcome, expected)
     if record is not None and record.get("status") == "exception":
         message = f"{record.get('type', 'Exception')}: {record.get('message', '')}".rstrip(": ")
         return ("memory" if record.get("memory") else "runtime_error"), message
@@ -163,7 +184,7 @@ def _isolated_verdict(outcome: dict, record: dict | None, cpu_limit_s: float) ->
     if callee_signal == signal.SIGXCPU or (
         callee_signal == signal.SIGKILL and outcome.get("callee_cpu_s", 0.0) >= cpu_limit_s - 0.05
     ):
-        return "timeout", f"CPU time limit ({cpu_limit_s:g}s) exceeded by the program"
+        return "timeout", f"CPU time limit exceeded by the program ({outcome.get('callee_cpu_s', 0.0):.1f}s of CPU)"
     if status == "exception":
         message = _clip(f"{record.get('type', 'Exception')}: {record.get('message', '')}".rstrip(": "), 500)
         if record.get("memory"):

@@ -1,8 +1,12 @@
-"""The sandbox image: a minimal Debian with ``python3`` (the runner itself is sent at start-up).
+"""The sandbox images: minimal Debians with ``python3`` (the runner itself is sent at start-up).
 
-:func:`build_image` builds it from ``debian:<suite>-slim`` when a registry is reachable, and
-otherwise offline: ``debootstrap`` of a minimal Debian with ``python3`` from the Debian mirror
-this machine's apt uses, trimmed and loaded with ``docker import``.
+Two variants (:data:`VARIANTS`): ``default`` (``python3`` and ``python3-numpy``), which every
+suite uses unless it asks otherwise, and ``bigcodebench`` (the scientific and web libraries
+BigCodeBench tasks import, all from Debian; built only on demand, it is large).
+
+:func:`build_image` builds one from ``debian:<suite>-slim`` when a registry is reachable, and
+otherwise offline: ``debootstrap`` of a minimal Debian with the variant's packages from the
+Debian mirror this machine's apt uses, trimmed and loaded with ``docker import``.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from conductor_env.sandboxes.base import SandboxUnavailable
 
@@ -23,12 +29,69 @@ logger = logging.getLogger(__name__)
 
 #: The image the docker backend uses (``CONDUCTOR_SANDBOX_IMAGE`` overrides it); bump the tag
 #: when the image's contents change.
-DEFAULT_IMAGE = os.environ.get("CONDUCTOR_SANDBOX_IMAGE") or "conductor-env-sandbox:1"
+DEFAULT_IMAGE = os.environ.get("CONDUCTOR_SANDBOX_IMAGE") or "conductor-env-sandbox:2"
+#: The BigCodeBench image (``CONDUCTOR_BIGCODEBENCH_IMAGE`` overrides it); bump the tag likewise.
+BIGCODEBENCH_IMAGE = os.environ.get("CONDUCTOR_BIGCODEBENCH_IMAGE") or "conductor-env-sandbox-bigcodebench:1"
 IMAGE_LABEL = "conductor-env.sandbox-image"
 DEFAULT_SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 #: Paths removed from the offline root file system (documentation, caches, package lists).
 TRIMMED = ("usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale", "var/cache/apt", "var/lib/apt/lists")
+
+
+
+@dataclass(frozen=True)
+class ImageVariant:
+    """What one image holds.
+
+    Attributes:
+        name: The variant's name (``sandbox build --variant NAME``).
+        tag: Its default image tag.
+        packages: Debian packages installed on top of a minimal Debian (dependencies follow).
+    """
+
+    name: str
+    tag: str
+    packages: tuple[str, ...]
+
+
+#: Debian packages of the libraries BigCodeBench tasks import (ranked by the ``libs`` of
+#: v0.1.0; stdlib modules need nothing). Not in Debian bookworm, so tasks that need them fail
+#: with a missing module: tensorflow, keras, librosa, faker, textblob, wikipedia, wordninja,
+#: pytesseract, blake3, sendgrid, python_http_client, mpl_toolkits.basemap.
+BIGCODEBENCH_PACKAGES = (
+    "python3", "python3-numpy", "python3-pandas", "python3-scipy", "python3-matplotlib",
+    "python3-sklearn", "python3-seaborn", "python3-requests", "python3-bs4", "python3-nltk",
+    "python3-tz", "python3-dateutil", "python3-opencv", "python3-statsmodels", "python3-django",
+    "python3-pil", "python3-rsa", "python3-regex", "python3-flask", "python3-psutil",
+    "python3-cryptography", "python3-flask-mail", "python3-folium", "python3-xlwt",
+    "python3-wordcloud", "python3-geopy", "python3-sympy", "python3-mechanize", "python3-docx",
+    "python3-openpyxl", "python3-texttable", "python3-xmltodict", "python3-lxml",
+    "python3-flask-restful", "python3-flask-login", "python3-wtforms", "python3-flaskext.wtf",
+    "python3-werkzeug", "python3-holidays", "python3-skimage", "python3-shapely",
+    "python3-geopandas", "python3-soundfile", "python3-natsort", "python3-prettytable",
+    "python3-pycryptodome", "python3-pyquery", "python3-gensim", "python3-yaml",
+    "python3-levenshtein", "python3-chardet", "python3-xlrd", "python3-tk",
+)  # fmt: skip
+
+#: The image variants by name.
+VARIANTS: dict[str, ImageVariant] = {
+    "default": ImageVariant("default", DEFAULT_IMAGE, ("python3", "python3-numpy")),
+    "bigcodebench": ImageVariant("bigcodebench", BIGCODEBENCH_IMAGE, BIGCODEBENCH_PACKAGES),
+}
+
+
+def get_variant(name: str) -> ImageVariant:
+    """The variant called ``name``.
+
+    Raises:
+        ValueError: For an unknown name (lists the known ones).
+    """
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise ValueError(f"unknown image variant {name!r}: use one of {', '.join(VARIANTS)}") from None
+
 
 HOW_TO_START_DOCKER = (
     "start a daemon with `sudo dockerd > /tmp/dockerd.log 2>&1 &` (or `sudo systemctl start docker`), "
@@ -77,16 +140,18 @@ def image_exists(client: Any, tag: str) -> bool:
 
 
 def build_image(
-    tag: str = DEFAULT_IMAGE,
+    tag: str | None = None,
     *,
+    variant: str = "default",
     force: bool = False,
     offline: bool | None = None,
     log: Callable[[str], None] | None = None,
 ) -> str:
-    """Builds the sandbox image unless the daemon already has it.
+    """Builds a sandbox image unless the daemon already has it.
 
     Args:
-        tag: Image name and tag.
+        tag: Image name and tag (default: the variant's).
+        variant: A name in :data:`VARIANTS`: what the image holds.
         force: Rebuild even when it exists.
         offline: ``True`` skips the registry, ``False`` never falls back to debootstrap;
             ``None`` tries the registry, then debootstrap.
@@ -97,7 +162,10 @@ def build_image(
 
     Raises:
         SandboxUnavailable: When no daemon answers or neither way can build it (says why).
+        ValueError: For an unknown variant.
     """
+    spec = get_variant(variant)
+    tag = tag or spec.tag
     say = log or logger.info
     client = docker_client(timeout=600)
     if not force and image_exists(client, tag):
@@ -105,24 +173,24 @@ def build_image(
         return tag
     if offline is not True:
         try:
-            _build_from_registry(client, tag, say)
+            _build_from_registry(client, tag, spec.packages, say)
             return tag
         except Exception as error:  # registry unreachable, build failure: try offline
             if offline is False:
                 raise SandboxUnavailable(f"cannot build {tag} from the registry: {_short(error)}") from error
             say(f"registry build unavailable ({_short(error)}); building offline with debootstrap")
-    _build_offline(client, tag, say)
+    _build_offline(client, tag, spec.packages, say)
     return tag
 
 
-def _build_from_registry(client: Any, tag: str, say: Callable[[str], None]) -> None:
+def _build_from_registry(client: Any, tag: str, packages: tuple[str, ...], say: Callable[[str], None]) -> None:
     suite = os.environ.get("CONDUCTOR_DEBIAN_SUITE") or _host_suite()
     base = f"debian:{suite}-slim"
     say(f"pulling {base}")
     client.images.pull("debian", tag=f"{suite}-slim")
     dockerfile = (
         f"FROM {base}\n"
-        "RUN apt-get update && apt-get install -y --no-install-recommends python3 "
+        f"RUN apt-get update && apt-get install -y --no-install-recommends {' '.join(packages)} "
         "&& rm -rf /var/lib/apt/lists/* /usr/share/doc /usr/share/man\n"
     )
     say(f"building {tag} from {base}")
@@ -131,7 +199,7 @@ def _build_from_registry(client: Any, tag: str, say: Callable[[str], None]) -> N
     )
 
 
-def _build_offline(client: Any, tag: str, say: Callable[[str], None]) -> None:
+def _build_offline(client: Any, tag: str, packages: tuple[str, ...], say: Callable[[str], None]) -> None:
     if os.geteuid() != 0:
         raise SandboxUnavailable(
             "the offline image build runs debootstrap, which needs root: `sudo conductor-env sandbox build`"
@@ -144,15 +212,14 @@ def _build_offline(client: Any, tag: str, say: Callable[[str], None]) -> None:
     workdir = tempfile.mkdtemp(prefix="conductor-rootfs-", dir="/var/tmp")
     rootfs = os.path.join(workdir, "rootfs")
     try:
-        say(f"debootstrap {suite} from {mirror} (minbase + python3)")
-        result = subprocess.run(
-            ["debootstrap", "--variant=minbase", "--include=python3", suite, rootfs, mirror],
-            capture_output=True,
-            text=True,
-        )
-        if result.returncode != 0:
-            tail = (result.stdout + result.stderr).strip().splitlines()[-15:]
-            raise SandboxUnavailable(f"debootstrap failed (status {result.returncode}):\n" + "\n".join(tail))
+        # debootstrap installs a small set itself; a large one (the bigcodebench variant) goes
+        # through apt in the new root, which orders the configuration of many packages reliably.
+        small = len(packages) <= 4
+        say(f"debootstrap {suite} from {mirror} (minbase + {', '.join(packages) if small else 'python3'})")
+        include = ",".join(packages) if small else "python3"
+        _run_or_fail(["debootstrap", "--variant=minbase", f"--include={include}", suite, rootfs, mirror], "debootstrap")
+        if not small:
+            _apt_install(rootfs, packages, say)
         for relative in TRIMMED:
             shutil.rmtree(os.path.join(rootfs, relative), ignore_errors=True)
         say(f"importing the root file system as {tag}")
@@ -177,12 +244,41 @@ def _build_offline(client: Any, tag: str, say: Callable[[str], None]) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _run_or_fail(command: list[str], what: str) -> None:
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        tail = (result.stdout + result.stderr).strip().splitlines()[-15:]
+        raise SandboxUnavailable(f"{what} failed (status {result.returncode}):\n" + "\n".join(tail))
+
+
+def _apt_install(rootfs: str, packages: tuple[str, ...], say: Callable[[str], None]) -> None:
+    """Installs ``packages`` (no recommends) with apt inside the debootstrapped ``rootfs``."""
+    say(f"apt-get install of {len(packages)} packages in the new root (this takes a while)")
+    policy = os.path.join(rootfs, "usr/sbin/policy-rc.d")
+    Path(policy).write_text("#!/bin/sh\nexit 101\n")  # no services start in the build root
+    os.chmod(policy, 0o755)
+    proc = os.path.join(rootfs, "proc")
+    mounted = subprocess.run(["mount", "-t", "proc", "proc", proc], capture_output=True, check=False).returncode == 0
+    try:
+        env = "DEBIAN_FRONTEND=noninteractive"
+        _run_or_fail(["chroot", rootfs, "env", env, "apt-get", "update", "-q"], "apt-get update in the new root")
+        _run_or_fail(
+            ["chroot", rootfs, "env", env, "apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
+            "apt-get install in the new root",
+        )
+        subprocess.run(["chroot", rootfs, "apt-get", "clean"], capture_output=True, check=False)
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", proc], capture_output=True, check=False)
+        os.remove(policy)
+
+
 def _host_suite() -> str:
     try:
         text = Path("/etc/os-release").read_text()
     except OSError:
         return DEFAULT_SUITE
-    match = re.search(r"^VERSION_CODENAME=\"?([a-z]+)\"?$", text, re.M)
+    match = re.search(r"^VERSION_CODENAME=\"?([a-z]+)\"?$", text, re.MULTILINE)
     return match.group(1) if match else DEFAULT_SUITE
 
 
@@ -232,20 +328,23 @@ def _apt_sources() -> list[tuple[str, list[str]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m conductor_env.sandboxes.image [--tag T] [--force] [--offline]``."""
+    """``python -m conductor_env.sandboxes.image [--tag T] [--variant V] [--force] [--offline]``."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="conductor_env.sandboxes.image", description="Build the sandbox image.")
-    parser.add_argument("--tag", default=DEFAULT_IMAGE)
+    parser.add_argument("--tag", default=None, help="default: the variant's tag")
+    parser.add_argument("--variant", default="default", choices=sorted(VARIANTS))
     parser.add_argument("--force", action="store_true")
     parser.add_argument("--offline", action="store_true", help="skip the registry; debootstrap directly")
     args = parser.parse_args(argv)
     try:
-        build_image(args.tag, force=args.force, offline=True if args.offline else None, log=print)
+        tag = build_image(
+            args.tag, variant=args.variant, force=args.force, offline=True if args.offline else None, log=print
+        )
     except SandboxUnavailable as error:
         print(f"error: {error}")
         return 1
-    print(f"built {args.tag}")
+    print(f"built {tag}")
     return 0
 
 

@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from conductor_env.sandboxes import grading, runner
+from conductor_env.sandboxes import grading, runner, unittest_grading
 from conductor_env.sandboxes.base import Limits, Report, TestResult
 
 #: Python code given to ``python3 -I -c``: reads ``<length>\\n<runner source>`` from stdin and runs
@@ -39,7 +39,7 @@ BOOT = (
 )
 #: Characters of stdout/stderr kept in a :class:`TestResult`.
 HEAD_CHARS = 2000
-KINDS = ("stdin", "functional", "script", "isolated")
+KINDS = ("stdin", "functional", "script", "isolated", "unittest")
 
 
 class ProtocolError(Exception):
@@ -93,6 +93,8 @@ def build_job(
         expected: list[str | None] = [None]
     elif kind == "isolated":
         inputs, expected = [_isolated_checks(tests, func_name)], [None]
+    elif kind == "unittest":
+        inputs, expected = unittest_grading.build_tests(tests)
     else:
         if not tests:
             raise ValueError(f"a {kind} job needs at least one test")
@@ -114,7 +116,7 @@ def build_job(
         "id": uuid.uuid4().hex,
         "program": program,
         "kind": kind,
-        "tests": inputs if kind == "isolated" else [{"input": text} for text in inputs],
+        "tests": inputs if kind in ("isolated", "unittest") else [{"input": text} for text in inputs],
         "func_name": func_name,
         "limits": asdict(limits),
     }
@@ -139,7 +141,7 @@ def _check_json_lines(text: str, what: str, *, single: bool = False) -> None:
         lines = [text]
     for line in lines:
         try:
-            json.loads(line)
+            json.loads(line, parse_int=str)  # syntax only: integers past Python's digit limit are fine
         except ValueError as error:
             raise ValueError(f"{what} is not JSON ({error}): {line[:80]!r}") from None
 
@@ -159,7 +161,13 @@ def encode_job(job: dict) -> bytes:
     """
     header = dict(job)
     trailer = b""
-    if job["kind"] == "isolated":
+    if job["kind"] == "unittest":
+        trailer = job["tests"][0]["checks"].encode("utf-8")
+        header["preload"] = job["tests"][0].get("preload", [])
+        header["real_ctypes"] = bool(job["tests"][0].get("real_ctypes"))
+        header["tests"] = []
+        header["checks_bytes"] = len(trailer)
+    elif job["kind"] == "isolated":
         trailer = json.dumps(job["tests"][0], separators=(",", ":")).encode()
         header["tests"] = []
         header["checks_bytes"] = len(trailer)
@@ -191,7 +199,7 @@ def report_from_reply(job: dict, expected: Sequence[str | None], reply: Mapping[
     for outcome, want in zip(outcomes, expected):
         if not isinstance(outcome, Mapping):
             return Report(error=f"the runner returned an unreadable result: {str(outcome)[:200]!r}")
-        verdict, detail = grading.grade_outcome(job["kind"], outcome, want, float(limits.cpu_s))
+        verdict, detail = grading.grade_outcome(job["kind"], outcome, want, limits.cpu_floor_s)
         results.append(
             TestResult(
                 verdict=verdict,  # type: ignore[arg-type]

@@ -28,34 +28,96 @@ RECORD_FD = 3
 #: Modules the runner itself loaded that must not stay importable from the cache in the child.
 PURGED_MODULES = frozenset({"ctypes", "_ctypes"})
 CHILD_PATH = "/usr/local/bin:/usr/bin:/bin"
+#: Python's digit limit for integers read from and written as text, raised as LiveCodeBench's
+#: evaluation process raises it (the program's header sets it too).
+INT_DIGITS = 50_000
+#: One thread for numerical libraries (LiveCodeBench's guard sets ``OMP_NUM_THREADS=1`` too): a
+#: BLAS thread per CPU would count against the process and address-space limits, and make a
+#: test's CPU time exceed its wall time.
+ONE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def _jsonable_problem(value: Any, limit: int = 1_000_000, type: Any = type, dict: Any = dict) -> str | None:  # noqa: A002
-    """Returns why ``value`` is not a plain JSON value (``None`` when it is).
+#: ``Py_TPFLAGS_HEAPTYPE``: set on every class made at run time (``class``, ``type()``), clear on
+#: the types compiled into an extension module, such as numpy's scalar types.
+_HEAP_TYPE = 1 << 9
+#: numpy's abstract scalar types (as ``module.name``) whose instances become a builtin value,
+#: and that value's exact type. ``numpy.bool`` is numpy 2's name of ``numpy.bool_``.
+NUMPY_FAMILIES = (("numpy.integer", int), ("numpy.floating", float), ("numpy.bool_", bool), ("numpy.bool", bool),
+                  ("numpy.str_", str))
+_TYPE_SLOTS = (type.__dict__["__flags__"].__get__, type.__dict__["__mro__"].__get__,
+               type.__dict__["__module__"].__get__, type.__dict__["__name__"].__get__)
 
-    ``type`` and ``dict`` are bound when the runner loads, so a program that patches ``builtins``
-    cannot change the answer.
+
+def _numpy_scalar(item: Any, kind: type, type: Any = type, slots: tuple = _TYPE_SLOTS,
+                  families: tuple = NUMPY_FAMILIES, heap_type: int = _HEAP_TYPE) -> tuple[bool, Any]:
+    """``(True, value)`` when ``item`` is a numpy scalar of a family above (``value`` its builtin
+    value, via numpy's own ``item()``), else ``(False, None)``.
+
+    A numpy type is recognised without importing numpy (the program may replace the module): it
+    must be a static type (not a heap type, so not a subclass or a class made to look like one)
+    whose metaclass is exactly ``type`` and whose bases include one of the families by their
+    ``module.name``, read through ``type``'s own slots. Static types are immutable, so ``item``
+    is numpy's. The value must come back of the family's exact builtin type.
     """
-    stack = [value]
+    flags_of, mro_of, module_of, name_of = slots
+    if type(kind) is not type or flags_of(kind) & heap_type:
+        return False, None
+    names = [module_of(base) + "." + name_of(base) for base in mro_of(kind)]
+    for family_name, family in families:
+        if family_name in names:
+            value = kind.item(item)
+            return (True, value) if type(value) is family else (False, None)
+    return False, None
+
+
+def _is_numpy_array(kind: type, type: Any = type, slots: tuple = _TYPE_SLOTS, heap_type: int = _HEAP_TYPE) -> bool:
+    """Whether ``kind`` is numpy's own ``ndarray`` (a static type), to say so in the reason."""
+    flags_of, _mro, module_of, name_of = slots
+    return type(kind) is type and not flags_of(kind) & heap_type and module_of(kind) + "." + name_of(kind) == "numpy.ndarray"
+
+
+def _plain_result(value: Any, limit: int = 1_000_000, type: Any = type, dict: Any = dict,
+                  len: Any = len, range: Any = range, name_of: Any = _TYPE_SLOTS[3], numpy_scalar: Any = _numpy_scalar,
+                  numpy_array: Any = _is_numpy_array) -> tuple[Any, str | None]:
+    """A copy of ``value`` made of exact builtin JSON types only, or why there is none.
+
+    Returns ``(copy, None)`` or ``(None, reason)``. Tuples become lists, numpy scalars (exact
+    numpy types only, see :func:`_numpy_scalar`) their Python values; numpy arrays, subclasses of
+    builtins and every other type are refused (a subclass could serialise as something else).
+    The copy is built without recursion, and ``type``, ``dict`` ... are bound when the runner
+    loads, so a program that patches ``builtins`` cannot change the answer.
+    """
+    root = [None]
+    stack = [(value, root, 0)]
     seen = 0
     while stack:
-        item = stack.pop()
+        item, parent, slot = stack.pop()
         seen += 1
         if seen > limit:
-            return "too large"
-        kind = type(item)  # exact types: a subclass could serialise as something else
+            return None, "too large"
+        kind = type(item)
         if item is None or kind is bool or kind is int or kind is str or kind is float:
-            continue
-        if kind is list or kind is tuple:
-            stack.extend(item)
+            parent[slot] = item
+        elif kind is list or kind is tuple:
+            copy = parent[slot] = [None] * len(item)
+            for index in range(len(copy)):
+                stack.append((item[index], copy, index))
         elif kind is dict:
+            copy = parent[slot] = {}
             for key, element in dict.items(item):
                 if type(key) is not str:
-                    return f"dict key of type {type(key).__name__}"
-                stack.append(element)
+                    return None, "dict key of type " + name_of(type(key))
+                copy[key] = None
+                stack.append((element, copy, key))
         else:
-            return f"value of type {kind.__name__}"
-    return None
+            converted, plain = numpy_scalar(item, kind)
+            if converted:
+                parent[slot] = plain
+            elif numpy_array(kind):
+                return None, "a numpy array (LiveCodeBench fails arrays of several elements: return a list)"
+            else:
+                return None, "value of type " + name_of(kind)
+    return root[0], None
 
 
 def child_main(job: dict, test_input: str, nonce: bytes, fds: dict, workdir: str, config: dict) -> None:
@@ -101,6 +163,8 @@ def _prepare(job: dict, test_input: str, fds: dict, workdir: str, config: dict) 
     setup_child(fds, workdir, job["limits"], config)
     args: list = []
     if job["kind"] == "functional":
+        if hasattr(sys, "set_int_max_str_digits"):
+            sys.set_int_max_str_digits(INT_DIGITS)  # as the program's header will; arguments may be long
         args = [json.loads(line) for line in test_input.split("\n") if line.strip()]
     program_path = os.path.join(workdir, "main.py")
     with open(program_path, "w", encoding="utf-8") as handle:
@@ -119,7 +183,7 @@ def _run_program(job: dict, program_path: str, namespace: dict, args: list) -> t
     """
     text_type, builtin_type, builtin_isinstance = str, type, isinstance
     memory_error, system_exit, base_exception = MemoryError, SystemExit, BaseException
-    dumps, jsonable_problem = json.dumps, _jsonable_problem
+    dumps, plain_result = json.dumps, _plain_result
     original_excepthook = sys.__excepthook__
     kind, func_name = job["kind"], job.get("func_name") or ""
     status = b"ok"
@@ -137,10 +201,9 @@ def _run_program(job: dict, program_path: str, namespace: dict, args: list) -> t
                 status = b"missing"
                 fields[b"message"] = f"the program defines no Solution.{func_name} (nor a function {func_name})"
             else:
-                result = function(*args)
-                problem = jsonable_problem(result)
+                plain, problem = plain_result(function(*args))
                 if problem is None:
-                    fields[b"result"] = dumps(result, allow_nan=True)
+                    fields[b"result"] = dumps(plain, allow_nan=True)
                 else:
                     status = b"unserialisable"
                     fields[b"message"] = problem
@@ -244,7 +307,7 @@ def setup_child(fds: dict, workdir: str, limits: dict, config: dict, channels: t
     os.chdir(workdir)
     os.umask(0o077)
     os.environ.clear()
-    os.environ.update({"PATH": CHILD_PATH, "LANG": "C.UTF-8", "HOME": workdir, "TMPDIR": workdir})
+    os.environ.update({"PATH": CHILD_PATH, "LANG": "C.UTF-8", "HOME": workdir, "TMPDIR": workdir, **ONE_THREAD_ENV})
     # The out-of-memory killer should pick the test, not the runner. /proc/self files of a
     # non-dumpable process belong to root, so become dumpable just long enough to write it.
     runner.prctl(4, 1)
@@ -256,7 +319,7 @@ def setup_child(fds: dict, workdir: str, limits: dict, config: dict, channels: t
     runner.prctl(4, 0)
     mib = 1 << 20
     _set_limit(resource.RLIMIT_AS, int(limits["memory_mb"]) * mib)
-    cpu = max(1, int(-(-float(limits["cpu_s"]) // 1)))
+    cpu = cpu_limit(limits)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     if config.get("limit_processes", True):
         _set_limit(resource.RLIMIT_NPROC, int(limits["processes"]))
@@ -276,6 +339,19 @@ def setup_child(fds: dict, workdir: str, limits: dict, config: dict, channels: t
         random_module.seed()
     for name in [name for name in sys.modules if name.split(".", 1)[0] in PURGED_MODULES]:
         del sys.modules[name]
+
+
+def cpu_limit(limits: dict) -> int:
+    """Whole CPU seconds for RLIMIT_CPU: ``cpu_s`` rounded up, or, when it is ``None``, the safety
+    net ``ceil(wall_s x CPUs this process may run on) + 1``, which a test ending within ``wall_s``
+    cannot reach (see :class:`~conductor_env.sandboxes.base.Limits`)."""
+    if limits.get("cpu_s") is not None:
+        return max(1, int(-(-float(limits["cpu_s"]) // 1)))
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - non-Linux
+        cpus = os.cpu_count() or 1
+    return int(-(-float(limits["wall_s"]) * max(1, cpus) // 1)) + 1
 
 
 def _set_limit(which: int, value: int) -> None:

@@ -14,7 +14,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # in the sandbox, runner.load_payload binds these names (the payload imports only the stdlib)
-    from conductor_env.sandboxes import runner, runner_jobs, runner_watch
+    from conductor_env.sandboxes import runner, runner_jobs, runner_unittest, runner_watch
 
 #: Modules imported once by the server so that children start with them loaded (LiveCodeBench's
 #: import header and what HumanEval programs import). Not ``threading``: once it is imported,
@@ -61,7 +61,9 @@ def serve(config: dict | None = None) -> None:
         if frame is None:
             break
         try:
-            reply = runner_jobs.run_job(json.loads(frame), state)
+            job = json.loads(frame)
+            unittest_job = isinstance(job, dict) and job.get("kind") == "unittest"
+            reply = (runner_unittest.run_job if unittest_job else runner_jobs.run_job)(job, state)
         except Exception as error:  # a malformed job must not stop the server
             reply = {"id": None, "outcomes": [], "recycle": True, "error": f"runner error: {error!r}"}
         if state.get("desync"):

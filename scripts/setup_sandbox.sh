@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Makes the code sandboxes usable on this machine; idempotent, and quick when all is in place.
 #
-#   1. installs docker.io, bubblewrap and debootstrap from Debian when missing
-#      (apt-get update only when the install needs it);
+#   1. installs docker.io, bubblewrap, debootstrap and python3-numpy (the local backend runs the
+#      system python3, whose programs may import numpy, as in the image) from Debian when
+#      missing (apt-get update only when the install needs it);
 #   2. starts dockerd when no daemon answers (overlay2, falling back to vfs), waiting until ready;
 #   3. builds the sandbox image when missing (conductor_env.sandboxes.image: from the registry if
 #      reachable, else offline with debootstrap + docker import; CONDUCTOR_SANDBOX_IMAGE names it).
+#      The large BigCodeBench image is not built here: `conductor-env sandbox build --variant
+#      bigcodebench` builds it on demand (or CONDUCTOR_BUILD_BIGCODEBENCH=1 here).
 #
 # Environment: PYTHON (default .venv/bin/python, else python3), DOCKERD_LOG (default /tmp/dockerd.log),
 # CONDUCTOR_SKIP_DOCKER=1 to set up bubblewrap only.
@@ -29,6 +32,7 @@ as_root() {
 # -- 1. packages -------------------------------------------------------------------------------
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+[ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 && missing+=(python3-numpy)
 if [ "${CONDUCTOR_SKIP_DOCKER:-0}" != 1 ]; then
   command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
   command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
@@ -88,4 +92,8 @@ sys.exit(0 if image_exists(docker_client(), '$image') else 1)" 2>/dev/null; then
 else
   say "building the sandbox image $image"
   as_root env PATH="$PATH" "$PYTHON" -c 'import sys; from conductor_env.sandboxes.image import main; sys.exit(main(sys.argv[1:]))' --tag "$image"
+fi
+if [ "${CONDUCTOR_BUILD_BIGCODEBENCH:-0}" = 1 ]; then
+  say "building the BigCodeBench image (skipped when present)"
+  as_root env PATH="$PATH" "$PYTHON" -c 'import sys; from conductor_env.sandboxes.image import main; sys.exit(main(sys.argv[1:]))' --variant bigcodebench
 fi

@@ -19,6 +19,7 @@ BUILTIN_SUITES = {
     "rg": ("conductor_env.tasks.suites.procedural:ReasoningGymSuite", "RG"),
     "lcb": ("conductor_env.tasks.suites.livecodebench:LiveCodeBenchSuite", "LCB"),
     "humaneval": ("conductor_env.tasks.suites.humaneval:HumanEvalSuite", "HumanEval"),
+    "bigcodebench": ("conductor_env.tasks.suites.bigcodebench:BigCodeBenchSuite", "BigCodeBench"),
     "math500": ("conductor_env.tasks.suites.math_suites:Math500Suite", "MATH500"),
     "aime": ("conductor_env.tasks.suites.math_suites:AIMESuite", "AIME"),
     "gpqa": ("conductor_env.tasks.suites.choice:GPQASuite", "GPQA"),

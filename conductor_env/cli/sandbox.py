@@ -6,7 +6,7 @@ import argparse
 import time
 
 from conductor_env.sandboxes.base import Limits, SandboxUnavailable
-from conductor_env.sandboxes.image import DEFAULT_IMAGE, build_image
+from conductor_env.sandboxes.image import VARIANTS, build_image
 
 #: A tiny job per kind that a working backend passes.
 SMOKE_JOBS = (
@@ -28,12 +28,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     build = actions.add_parser(
         "build",
-        help="build the Docker sandbox image (from the registry, else offline with debootstrap)",
-        description="Builds the image the docker backend runs: debian slim + python3 from a registry "
-        "when one is reachable, otherwise a debootstrap of a minimal Debian with python3 from this "
-        "machine's Debian mirror, loaded with `docker import` (needs root).",
+        help="build a Docker sandbox image (from the registry, else offline with debootstrap)",
+        description="Builds an image the docker backend runs: debian slim + the variant's Debian "
+        "packages from a registry when one is reachable, otherwise a debootstrap of a minimal Debian "
+        "with them from this machine's Debian mirror, loaded with `docker import` (needs root). "
+        "Variants: " + "; ".join(f"{v.name} ({v.tag}, {len(v.packages)} packages)" for v in VARIANTS.values()),
     )
-    build.add_argument("--tag", default=DEFAULT_IMAGE, help=f"image name and tag (default {DEFAULT_IMAGE})")
+    build.add_argument(
+        "--variant",
+        default="default",
+        choices=sorted(VARIANTS),
+        help="what the image holds: default (python3 + numpy) or bigcodebench (large; BigCodeBench's libraries)",
+    )
+    build.add_argument("--tag", default=None, help="image name and tag (default: the variant's)")
     build.add_argument("--force", action="store_true", help="rebuild even if the image exists")
     build.add_argument("--offline", action="store_true", help="skip the registry and debootstrap directly")
     build.set_defaults(handler=_build)
@@ -46,11 +53,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _build(args: argparse.Namespace) -> int:
     """Handler of ``conductor-env sandbox build``."""
     try:
-        build_image(args.tag, force=args.force, offline=True if args.offline else None, log=print)
+        tag = build_image(
+            args.tag, variant=args.variant, force=args.force, offline=True if args.offline else None, log=print
+        )
     except SandboxUnavailable as error:
         print(f"conductor-env sandbox build: error: {error}")
         return 1
-    print(f"sandbox image ready: {args.tag}")
+    print(f"sandbox image ready: {tag}")
     return 0
 
 

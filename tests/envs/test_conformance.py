@@ -34,6 +34,7 @@ ENV_OPTIONS: dict[str, dict[str, Any]] = {
     "Conductor-RG-v0": {"suite_options": {"datasets": ["basic_arithmetic", "letter_counting"], "size": 2}},
     "Conductor-LCB-v0": {"suite_options": {"data_files": str(FIXTURES / "lcb" / "lcb_sample.jsonl")}, "sandbox": "local"},
     "Conductor-HumanEval-v0": {"suite_options": {"data_files": str(FIXTURES / "humaneval" / "humaneval_sample.jsonl")}, "sandbox": "local"},
+    "Conductor-BigCodeBench-v0": {"suite_options": {"data_files": str(FIXTURES / "bigcodebench" / "bcb_sample.jsonl")}, "sandbox": "local"},
     "Conductor-MATH500-v0": {"suite_options": {"data_files": str(SUITES / "math500.jsonl"), "limit": 2}},
     "Conductor-AIME-v0": {"suite_options": {"data_files": str(SUITES / "aime25.jsonl")}},
     "Conductor-GPQA-v0": {"suite_options": {"data_files": str(SUITES / "gpqa_diamond.jsonl"), "limit": 2}},

@@ -32,6 +32,7 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "Conductor-RG-v0": {"suite_options": {"size": 3}},
     "Conductor-LCB-v0": {"suite_options": {"data_files": LCB}, "sandbox": "local"},
     "Conductor-HumanEval-v0": {"suite_options": {"data_files": HUMANEVAL}, "sandbox": "local"},
+    "Conductor-BigCodeBench-v0": {"suite_options": {"data_files": str(FIXTURES / "bigcodebench" / "bcb_sample.jsonl")}, "sandbox": "local"},
     "Conductor-MATH500-v0": {"suite_options": {"data_files": str(SUITES / "math500.jsonl")}},
     "Conductor-AIME-v0": {"suite_options": {"data_files": str(SUITES / "aime24_qwen.jsonl"), "year": 2024}},
     "Conductor-GPQA-v0": {"suite_options": {"data_files": str(SUITES / "gpqa_diamond.jsonl")}},
