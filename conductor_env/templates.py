@@ -236,6 +236,8 @@ def load_template(spec: str | PromptTemplate | Mapping[str, Any], kind: str) -> 
     """
     if kind not in KINDS:
         raise TemplateError(f"kind must be 'conductor' or 'worker', got {kind!r}")
+    if type(spec) is str and spec:  # the common case first: a name or path, cached (rendering calls this per step)
+        return _load_named(spec, kind)
     if isinstance(spec, PromptTemplate):
         if spec.kind != kind:
             raise TemplateError(f"template {spec.name!r} is a {spec.kind} template; a {kind} template is needed here")

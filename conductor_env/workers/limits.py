@@ -12,7 +12,7 @@ import asyncio
 import collections
 import contextlib
 import time
-from typing import Any, AsyncIterator, Protocol
+from typing import Any, Protocol
 
 #: The window a requests-per-minute limit counts over.
 RATE_WINDOW_S = 60.0
@@ -55,27 +55,45 @@ class RateWindow:
         return RATE_WINDOW_S - (now - self._starts[0])
 
 
+class _LocalSlot(contextlib.AbstractAsyncContextManager):
+    """One worker's limits in one event loop; reused by every call (it holds no per-call state)."""
+
+    __slots__ = ("semaphore", "window")
+
+    def __init__(self, max_concurrency: int, window: RateWindow | None) -> None:
+        self.semaphore = asyncio.Semaphore(max(1, int(max_concurrency)))
+        self.window = window
+
+    async def __aenter__(self) -> None:
+        await self.semaphore.acquire()
+        if self.window is not None:
+            try:
+                while (wait := self.window.delay()) > 0:
+                    await asyncio.sleep(wait)
+            except BaseException:
+                self.semaphore.release()
+                raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.semaphore.release()
+
+
 class LocalLimiter:
-    """Per-process limits: a semaphore and a rate window per worker and event loop."""
+    """Per-process limits: a semaphore per worker and event loop, a rate window per worker."""
 
     def __init__(self) -> None:
-        self._semaphores: dict[tuple[int, str], asyncio.Semaphore] = {}
+        self._slots: dict[tuple[int, str], _LocalSlot] = {}
         self._windows: dict[str, RateWindow] = {}
 
-    @contextlib.asynccontextmanager
-    async def slot(self, name: str, max_concurrency: int, requests_per_minute: float | None) -> AsyncIterator[None]:
-        """See :meth:`CallLimiter.slot`."""
+    def slot(self, name: str, max_concurrency: int, requests_per_minute: float | None) -> contextlib.AbstractAsyncContextManager[None]:
+        """See :meth:`CallLimiter.slot` (as cheap as a bare semaphore when there is no rate)."""
         key = (id(asyncio.get_running_loop()), name)
-        semaphore = self._semaphores.get(key)
-        if semaphore is None:
-            semaphore = self._semaphores[key] = asyncio.Semaphore(max(1, int(max_concurrency)))
-        async with semaphore:
-            if requests_per_minute:
-                window = self._windows.setdefault(name, RateWindow(requests_per_minute))
-                while (wait := window.delay()) > 0:
-                    await asyncio.sleep(wait)
-            yield
+        found = self._slots.get(key)
+        if found is None:
+            window = self._windows.setdefault(name, RateWindow(requests_per_minute)) if requests_per_minute else None
+            found = self._slots[key] = _LocalSlot(max_concurrency, window)
+        return found
 
     def __getstate__(self) -> dict[str, Any]:
         """A copy starts with no calls in flight (semaphores are bound to event loops)."""
-        return {"_semaphores": {}, "_windows": {}}
+        return {"_slots": {}, "_windows": {}}
