@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from rich.console import Console
 
-from conductor_env.cli.common import SANDBOXES, UsageError, output_console
+from conductor_env.cli.common import SANDBOXES, UsageError, output_console, ray_backend
 from conductor_env.evaluation.results import RESULTS_NAME
 from conductor_env.evaluation.setup import EvalConfigError
 
@@ -158,17 +158,7 @@ def _ray_host(address: str | None, workers: int) -> Any:
     """The Ray env host for ``--ray`` (``None`` without it); a missing extra is a usage error."""
     if address is None:
         return None
-    if workers < 1:
-        raise UsageError(f"--ray-workers must be at least 1, got {workers}")
-    try:
-        from conductor_env.distributed import RayEnvHost, RayUnavailable, connect
-    except ImportError as error:
-        raise UsageError(f"--ray needs Ray ({error.name} is missing): pip install 'conductor-env[ray]'") from error
-    try:
-        connect(address)
-    except RayUnavailable as error:
-        raise UsageError(str(error)) from error
-    return RayEnvHost(address, workers=workers)
+    return ray_backend(address, workers).RayEnvHost(address, workers=workers)
 
 
 def run_eval_command(args: argparse.Namespace) -> int:

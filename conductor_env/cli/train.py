@@ -12,7 +12,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from conductor_env.cli.common import UsageError
+from conductor_env.cli.common import UsageError, ray_backend
 
 #: Recipe fields set from same-named command-line flags (``--max-steps`` -> ``max_steps``).
 _RECIPE_FLAGS = (
@@ -236,16 +236,9 @@ def _env_factory(args: argparse.Namespace) -> Any:
     address = getattr(args, "ray", None)
     if address is None:
         return None
-    try:
-        from conductor_env.distributed import RayEnvFactory, RayUnavailable, connect
-    except ImportError as error:
-        raise UsageError(f"--ray needs Ray ({error.name} is missing): pip install 'conductor-env[ray]'") from error
-    try:
-        connect(address)
-    except RayUnavailable as error:
-        raise UsageError(str(error)) from error
     workers = args.ray_workers
-    return lambda setup: RayEnvFactory(setup, address=address, workers=workers)
+    factory = ray_backend(address, workers).RayEnvFactory
+    return lambda setup: factory(setup, address=address, workers=workers)
 
 
 def run_grpo_command(args: argparse.Namespace) -> int:
