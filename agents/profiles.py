@@ -26,6 +26,7 @@ otherwise, and says why in one line.
 
 from __future__ import annotations
 
+import importlib.resources
 import importlib.util
 import os
 from dataclasses import dataclass, field
@@ -120,8 +121,36 @@ PAPER_RECIPE = Profile(
     },
 )
 
+#: The simulated pool of the ``orchestrate`` recipe, where the best workflow shape differs per domain.
+ORCHESTRA_POOL = str(importlib.resources.files("conductor_env.pools") / "orchestra.toml")
+
+#: ``--recipe orchestrate`` (issue 16, docs/ORCHESTRATION.md): the ``cpu`` profile on the
+#: ``orchestra`` pool, where one cheap call is best on language, the costly specialist on
+#: reasoning, and two cheap attempts plus a judge on math, under the ``cost_aware`` reward
+#: (price weight 1, workflows of at most 3 steps). The format warm start writes every shape of
+#: ``WARM_START_SHAPES["orchestrate"]`` for every prompt, so which shape suits which domain is
+#: left to GRPO; completions are longer than routing's (a 3-step workflow is about 48 tokens).
+#: 60 warm-start steps (30 left a 79% parse rate) and lr 1e-4. In our CPU runs GRPO still
+#: collapsed onto one single-call workflow for every domain: a negative result, with the
+#: attempts, in benchmarks/results/orchestration.md.
+ORCHESTRATE_RECIPE = Profile(
+    "orchestrate",
+    "experimental, did not yet learn to orchestrate in CPU runs (docs/ORCHESTRATION.md): the cpu profile on the orchestra pool (shape matters per domain), cost-aware reward, multi-shape warm start",
+    {
+        **CPU_PROFILE.settings,
+        "pool": ORCHESTRA_POOL,
+        "env_options": {"examples": "none", "show_names": True, "reward": "cost_aware", "price_weight": 1.0, "max_steps": 3},
+        "max_steps": 30,
+        "learning_rate": 1e-4,
+        "max_completion_length": 56,
+        "format_warmup_shapes": "orchestrate",
+        "format_warmup_steps": 60,
+        "heldout_questions": 12,
+    },
+)
+
 #: Recipes by name (``--recipe``).
-RECIPES: dict[str, Profile] = {"paper": PAPER_RECIPE}
+RECIPES: dict[str, Profile] = {"paper": PAPER_RECIPE, "orchestrate": ORCHESTRATE_RECIPE}
 
 
 class RequirementError(ValueError):

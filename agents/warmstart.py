@@ -30,6 +30,37 @@ logger = logging.getLogger(__name__)
 #: The subtask of warm-start targets: short (cheap to generate) and carrying the format rule.
 WARM_START_SUBTASK = "Solve it; answer in the format the task asks for."
 
+#: A warm-start target shape: per step ``(shown worker index, subtask, reads every earlier step)``;
+#: ``None`` as the subtask means the warm start's ``subtask``.
+Shape = tuple[tuple[int, "str | None", bool], ...]
+
+#: Named sets of target shapes (``GRPORecipe.format_warmup_shapes``). ``orchestrate``: one call
+#: to each of three workers, two attempts then a judge (two pairs of workers), and one attempt
+#: then a verifier; every prompt gets all of them, so the warm start teaches the format of
+#: single- and multi-step workflows and leaves the choice among them uniform (docs/ORCHESTRATION.md).
+WARM_START_SHAPES: dict[str, tuple[Shape, ...]] = {
+    "orchestrate": (
+        ((0, None, False),),
+        ((1, None, False),),
+        ((2, None, False),),
+        ((0, None, False), (0, None, False), (2, "Pick the correct answer.", True)),
+        ((1, None, False), (1, None, False), (2, "Pick the correct answer.", True)),
+        ((1, None, False), (2, "Check it; give the final answer.", True)),
+    ),
+}
+
+
+def _targets(observation: dict[str, Any], subtask: str, shapes: "tuple[Shape, ...] | None") -> list[str]:
+    """The rendered target workflows for one observation: one per shown worker, or one per shape that fits."""
+    ids = worker_ids(observation)
+    if shapes is None:
+        return [build_workflow([(worker, subtask, False)]).render() for worker in ids]
+    return [
+        build_workflow([(ids[w], text or subtask, sees) for w, text, sees in shape]).render()
+        for shape in shapes
+        if all(w < len(ids) for w, _, _ in shape)
+    ]
+
 
 def warm_start_rows(
     factory: EnvFactory,
@@ -39,6 +70,7 @@ def warm_start_rows(
     prompt_builder: PromptBuilder = full_prompt,
     subtask: str = WARM_START_SUBTASK,
     preamble: Callable[[dict[str, Any]], str] | None = None,
+    shapes: str | None = None,
 ) -> list[list[tuple[str, str]]]:
     """Returns, per problem, ``(prompt, workflow text)`` pairs: one single-step workflow per shown worker.
 
@@ -53,7 +85,12 @@ def warm_start_rows(
         subtask: The one step's instruction (shorter means shorter, cheaper completions).
         preamble: Maps the episode's reset ``info`` to a line of reasoning written before the
             lists (e.g. naming the task's domain), which the format allows; ``None``: lists only.
+        shapes: A key of :data:`WARM_START_SHAPES` (targets of several shapes instead of one
+            single-step workflow per worker); ``None``: one single-step workflow per worker.
     """
+    if shapes is not None and shapes not in WARM_START_SHAPES:
+        raise ValueError(f"unknown warm-start shapes {shapes!r}; use one of {sorted(WARM_START_SHAPES)}")
+    shape_set = WARM_START_SHAPES[shapes] if shapes is not None else None
     env = factory.local()
     problems = list(env.problems)
     if limit is not None and limit < len(problems):
@@ -63,7 +100,7 @@ def warm_start_rows(
     for i, problem in enumerate(problems):
         observation, info = env.reset(seed=seed + i, options={"problem_id": problem.id})
         lead = f"{preamble(info)}\n" if preamble is not None else ""
-        actions = [lead + build_workflow([(worker, subtask, False)]).render() for worker in worker_ids(observation)]
+        actions = [lead + target for target in _targets(observation, subtask, shape_set)]
         groups.append([(prompt_builder(observation), action) for action in actions])
     return groups
 
@@ -105,6 +142,7 @@ def format_warm_start(
     prompt_builder: PromptBuilder = full_prompt,
     subtask: str = WARM_START_SUBTASK,
     preamble: Callable[[dict[str, Any]], str] | None = None,
+    shapes: str | None = None,
     on_step: Callable[[int, float], None] | None = None,
 ) -> Any:
     """Fine-tunes ``model_path`` on rendered valid workflows and returns the merged model.
@@ -123,6 +161,7 @@ def format_warm_start(
         subtask: The instruction of the rendered single-step workflows.
         preamble: A line of reasoning before the lists, from the reset ``info`` (see
             :func:`warm_start_rows`).
+        shapes: A key of :data:`WARM_START_SHAPES` (see :func:`warm_start_rows`).
         on_step: Called after every step with its number (1-based) and loss (e.g. a progress bar).
 
     Returns:
@@ -141,7 +180,7 @@ def format_warm_start(
     base = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).to(device)
     model = get_peft_model(base, lora_config(model_path, r=lora_r, alpha=2 * lora_r, top_layers=lora_top_layers))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=learning_rate)
-    groups = warm_start_rows(factory, limit=limit, seed=seed, prompt_builder=prompt_builder, subtask=subtask, preamble=preamble)
+    groups = warm_start_rows(factory, limit=limit, seed=seed, prompt_builder=prompt_builder, subtask=subtask, preamble=preamble, shapes=shapes)
     order = random.Random(seed)
     model.train()
     losses = []

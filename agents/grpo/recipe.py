@@ -77,6 +77,9 @@ class GRPORecipe:
             start's default; a shorter one means shorter, cheaper completions).
         format_warmup_preamble: Write ``Domain: <domain>.`` before the warm start targets' lists
             (it teaches the format and to name the domain, not the routing).
+        format_warmup_shapes: A named set of warm-start target shapes
+            (:data:`conductor_env.agents.warmstart.WARM_START_SHAPES`; ``None``: one single-step
+            workflow per worker).
         heldout_questions: Questions of ``heldout_split`` on which the model is evaluated before
             and after GRPO (0: no held-out evaluation, as in the paper).
         heldout_split: The held-out split.
@@ -115,6 +118,7 @@ class GRPORecipe:
     format_warmup_lr: float = 1e-3
     format_warmup_subtask: str | None = None
     format_warmup_preamble: bool = False
+    format_warmup_shapes: str | None = None
     heldout_questions: int = 0
     heldout_split: str = "validation"
     heldout_samples: int = 2

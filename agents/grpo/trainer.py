@@ -182,6 +182,7 @@ def _format_warm_start(
             prompt_builder=prompt_builder,
             subtask=recipe.format_warmup_subtask or WARM_START_SUBTASK,
             preamble=(lambda info: f"Domain: {info['domain']}.") if recipe.format_warmup_preamble else None,
+            shapes=recipe.format_warmup_shapes,
             on_step=warm_bar.step if warm_bar is not None else None,
         )
     finally:

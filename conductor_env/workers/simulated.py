@@ -3,6 +3,11 @@
 A simulated worker is not an LLM and never pretends to be one. It answers a step correctly with
 probability ``skill[domain]``; when an earlier step it may read already holds the correct answer
 it gets a second chance (``1 - (1 - p)^2``), which models checking or building on earlier work.
+A worker given a ``judge`` skill instead answers correctly with probability ``judge[domain]``
+when a step it reads holds the correct answer (it picks that answer out), and with its own
+``skill`` otherwise: judging and solving become separate, declared abilities (see
+docs/ORCHESTRATION.md). ``price_per_call`` adds a fixed USD price to every call, so a pool can
+price calls independently of the simulated token counts.
 "Correct" and "wrong" responses come from the task suite (:class:`SimulationOracle`), so the
 env's real verifier grades them. Draws are deterministic in (seed, worker, message).
 """
@@ -27,6 +32,27 @@ def _skill(skill: Any, domain: str) -> float:
     raise WorkerError(f"simulated skill must be a number or a table, got {skill!r}", retryable=False)
 
 
+def success_probability(skill: Any, judge: Any, domain: str, *, reads_correct: bool) -> float:
+    """Returns the chance that a simulated worker answers a step correctly.
+
+    Args:
+        skill: The worker's ``skill`` (a number or a per-domain table).
+        judge: The worker's ``judge`` (same forms), or ``None``.
+        domain: The problem's domain.
+        reads_correct: Whether a step this worker may read holds the correct answer.
+
+    Returns:
+        ``skill`` when nothing it reads is correct; otherwise ``judge`` when it has one, else the
+        second chance ``1 - (1 - skill)^2``.
+    """
+    p = _skill(skill, domain)
+    if not reads_correct:
+        return p
+    if judge is None:
+        return 1.0 - (1.0 - p) ** 2
+    return _skill(judge, domain)
+
+
 class SimulatedWorker(Worker):
     """A worker with per-domain skill and latency (``backend = "simulated"`` in a pool file).
 
@@ -35,6 +61,10 @@ class SimulatedWorker(Worker):
         latency_s: Seconds per call (a number, or ``[low, high]`` drawn uniformly).
         fail_rate: Probability that a call raises a retryable :class:`WorkerError` (to exercise
             retries and infra errors).
+        judge: Optional; a probability or a table like ``skill``: the chance of answering
+            correctly when a step this worker reads holds the correct answer (``None``, the
+            default: the second chance ``1 - (1 - p)^2``).
+        price_per_call: USD added to every call's token price (default 0).
     """
 
     def __init__(self, spec: WorkerSpec) -> None:
@@ -43,6 +73,8 @@ class SimulatedWorker(Worker):
         latency = spec.options.get("latency_s", 0.0)
         self.latency = (float(latency[0]), float(latency[1])) if isinstance(latency, (list, tuple)) else (float(latency),) * 2
         self.fail_rate = float(spec.options.get("fail_rate", 0.0))
+        self.judge = spec.options.get("judge")
+        self.price_per_call = float(spec.options.get("price_per_call", 0.0))
 
     def _rng(self, messages: Sequence[Message], seed: int | None, salt: str) -> random.Random:
         digest = hashlib.blake2b(digest_size=8)
@@ -88,9 +120,7 @@ class SimulatedWorker(Worker):
         if self.fail_rate and attempt_rng.random() < self.fail_rate:
             raise WorkerError(f"simulated transient failure of {self.spec.name}", retryable=True)
         prompt = "\n".join(m.get("content", "") for m in messages)
-        p = _skill(self.skill, oracle.domain)
-        if oracle.correct is not None and oracle.correct in prompt:
-            p = 1.0 - (1.0 - p) ** 2
+        p = success_probability(self.skill, self.judge, oracle.domain, reads_correct=oracle.correct is not None and oracle.correct in prompt)
         correct = oracle.correct is not None and self._rng(messages, seed, "correct").random() < p
         text = oracle.correct if correct and oracle.correct is not None else oracle.wrong
         prompt_tokens = len(prompt.split())
@@ -99,6 +129,6 @@ class SimulatedWorker(Worker):
             text=text,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
-            cost_usd=self.spec.cost(prompt_tokens, completion_tokens),
+            cost_usd=self.spec.cost(prompt_tokens, completion_tokens) + self.price_per_call,
             latency_s=time.perf_counter() - started,
         )

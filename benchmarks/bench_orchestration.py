@@ -1,0 +1,221 @@
+"""Issue 16: does GRPO teach orchestration? Fixed baselines, the oracle and a trained Conductor on the orchestra pool.
+
+Runs ``conductor-env eval`` on the held-out (``validation``) split of the ``orchestrate`` recipe's
+env (Conductor-RG-v0, six reasoning-gym datasets, the ``orchestra`` pool, ``cost_aware`` reward
+with price weight 1, at most 3 steps) for every fixed baseline and, with ``--trained``, for saved
+Conductors; then summarises each policy: mean reward with a 95% interval, accuracy, USD, and
+per domain the reward, steps per episode, worker shares and access patterns (the strategy
+table), beside the closed-form oracle (``benchmarks/oracle_orchestration.py``). With
+``--subpool-size k`` every episode shows a random k-worker sub-pool (names shown) and the oracle
+is computed per episode for the workers it shows.
+
+    python benchmarks/bench_orchestration.py --out /tmp/orch/eval [--trained NAME=DIR ...] [--seed 0]
+        [--subpool-size 2] [--json benchmarks/results/orchestration.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from oracle_orchestration import DOMAINS, POOL, all_plans, expected_reward, shape_of, worker_table  # noqa: E402
+
+from conductor_env.agents.profiles import CPU_DATASETS  # noqa: E402
+
+#: Every fixed baseline that fits in 3 steps on a 3-worker pool (parallel-judge:3 and moa:3 need 4).
+BASELINES = (
+    "single:0", "single:1", "single:2", "random", "template:plan-solve-verify", "template:parallel-judge:2",
+    "reflect:0:3", "reflect:1:3", "reflect:2:3", "moa:2",
+)
+ENV_OPTIONS = {"examples": "none", "show_names": "true", "reward": "cost_aware", "price_weight": "1.0", "max_steps": "3"}
+
+
+def eval_command(out: str, policies: Iterable[str], *, seed: int, n: int, subpool_size: int | None, pool: str = POOL) -> list[str]:
+    """The ``conductor-env eval`` command line of the orchestrate recipe's held-out env."""
+    command = [
+        str(Path(sys.executable).with_name("conductor-env")), "eval", "--env", "Conductor-RG-v0", "--pool", pool,
+        "--split", "validation", "--n", str(n), "--concurrency", "32", "--seed", str(seed), "--out", out,
+        "--suite-option", f"datasets={json.dumps(list(CPU_DATASETS))}", "--suite-option", "size=20",
+    ]
+    options = dict(ENV_OPTIONS)
+    if subpool_size is not None:
+        options["subpool_size"] = str(subpool_size)
+    for key, value in options.items():
+        command += ["--env-option", f"{key}={value}"]
+    for policy in policies:
+        command += ["--policy", policy]
+    return command
+
+
+def interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """Mean and a normal 95% interval (1.96 standard errors)."""
+    n = len(values)
+    mean = sum(values) / n
+    var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
+    half = 1.96 * math.sqrt(var / n)
+    return mean, mean - half, mean + half
+
+
+@lru_cache(maxsize=None)
+def _oracle_value(pool: str, shown: tuple[str, ...], domain: str, max_steps: int = 3) -> float:
+    """The best expected reward over plans on the shown workers (closed form)."""
+    table = {w["name"]: w for w in worker_table(pool)}
+    workers = [table[name] for name in shown]
+    return max(expected_reward(plan, workers, domain) for plan in all_plans(len(workers), max_steps))
+
+
+def _pattern(workflow: dict[str, Any]) -> str:
+    """An episode's workflow as ``names | access``, e.g. ``flash,flash,checker | -,-,all``."""
+    return ",".join(str(s["worker"]) for s in workflow["steps"]) + " | " + ",".join("all" if s["access"] == "all" or s["access"] else "-" for s in workflow["steps"])
+
+
+def _strategy(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Steps per episode, worker shares, shapes and top access patterns of some episodes."""
+    parsed = [r for r in rows if r.get("workflow")]
+    workers: Counter[str] = Counter()
+    patterns: Counter[str] = Counter()
+    shapes: Counter[str] = Counter()
+    for r in parsed:
+        names = [t["worker_name"] for t in r["trace"]]
+        workers.update(names)
+        steps = r["workflow"]["steps"]
+        plan = tuple((0, bool(s["access"])) for s in steps)
+        shapes[shape_of(plan)] += 1
+        patterns[",".join(names) + " | " + ",".join("all" if s["access"] else "-" for s in steps)] += 1
+    calls = sum(workers.values()) or 1
+    return {
+        "parse_rate": round(len(parsed) / len(rows), 3) if rows else 0.0,
+        "steps_per_episode": round(sum(len(r["workflow"]["steps"]) for r in parsed) / len(parsed), 2) if parsed else 0.0,
+        "worker_shares": {k: round(v / calls, 3) for k, v in workers.most_common()},
+        "shapes": {k: round(v / len(parsed), 3) for k, v in shapes.most_common()} if parsed else {},
+        "top_patterns": {k: round(v / len(parsed), 3) for k, v in patterns.most_common(3)} if parsed else {},
+    }
+
+
+def summarize(results: str, pool: str = POOL) -> dict[str, Any]:
+    """Per policy: reward (95% interval), accuracy, USD, oracle on the same episodes, and per-domain strategy."""
+    rows = [json.loads(line) for line in Path(results).read_text(encoding="utf-8").splitlines() if line.strip()]
+    by_policy: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_policy[row["policy"]].append(row)
+    summary: dict[str, Any] = {}
+    for policy, episodes in by_policy.items():
+        mean, low, high = interval([float(r["reward"]) for r in episodes])
+        oracle = [_oracle_value(pool, tuple(r["worker_map"][str(i)] for i in range(len(r["worker_map"]))), r["domain"]) for r in episodes]
+        entry = {
+            "n": len(episodes), "reward": round(mean, 4), "ci95": [round(low, 4), round(high, 4)],
+            "accuracy": round(sum(bool(r["correct"]) for r in episodes) / len(episodes), 4),
+            "usd": round(sum(float(r["cost_usd"]) for r in episodes) / len(episodes), 4),
+            "oracle_same_episodes": round(sum(oracle) / len(oracle), 4),
+            "domains": {},
+        }
+        for domain in DOMAINS:
+            part = [r for r in episodes if r["domain"] == domain]
+            if part:
+                entry["domains"][domain] = {"n": len(part), "reward": round(sum(float(r["reward"]) for r in part) / len(part), 4), **_strategy(part)}
+        summary[policy] = entry
+    return summary
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    """The reward table and the per-domain strategy table, as Markdown."""
+    lines = ["| policy | n | mean reward (95% CI) | accuracy | USD/episode | oracle, same episodes |", "|---|---|---|---|---|---|"]
+    for policy, e in sorted(summary.items(), key=lambda kv: -kv[1]["reward"]):
+        lines.append(f"| `{policy}` | {e['n']} | {e['reward']:.3f} ({e['ci95'][0]:.3f}-{e['ci95'][1]:.3f}) | {e['accuracy']:.3f} | {e['usd']:.3f} | {e['oracle_same_episodes']:.3f} |")
+    lines += ["", "| policy | domain | reward | steps/episode | worker shares | top patterns (workers \\| access) |", "|---|---|---|---|---|---|"]
+    for policy, e in summary.items():
+        for domain, d in e["domains"].items():
+            shares = ", ".join(f"{k} {v:.2f}" for k, v in d["worker_shares"].items())
+            patterns = "; ".join(f"{k} ({v:.2f})" for k, v in d["top_patterns"].items()).replace("|", "\\|")
+            lines.append(f"| `{policy}` | {domain} | {d['reward']:.3f} | {d['steps_per_episode']:.2f} | {shares} | {patterns} |")
+    return "\n".join(lines)
+
+
+def training_strategy(rewards_json: str, steps: Sequence[int]) -> dict[str, Any]:
+    """Per domain, the sampled training actions of some GRPO steps (``rewards.json``'s episodes):
+    mean reward, parse rate, steps per parsed workflow and the top worker patterns."""
+    from conductor_env.tasks.suites.procedural import DATASET_DOMAINS
+    from conductor_env.workflow import WorkflowError, parse_workflow
+
+    names = {i: w["name"] for i, w in enumerate(worker_table())}
+    wanted = set(steps)
+    by_domain: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for episode in json.loads(Path(rewards_json).read_text(encoding="utf-8"))["episodes"]:
+        if episode["step"] in wanted:
+            by_domain[DATASET_DOMAINS.get(episode["problem_id"].split("/")[0], "reasoning")].append(episode)
+    table: dict[str, Any] = {}
+    for domain in DOMAINS:
+        episodes = by_domain.get(domain, [])
+        patterns: Counter[str] = Counter()
+        lengths = []
+        for episode in episodes:
+            try:
+                workflow = parse_workflow(episode["action"], num_workers=len(names), max_steps=3)
+            except WorkflowError:
+                continue
+            lengths.append(len(workflow.steps))
+            patterns[",".join(names[s.worker] for s in workflow.steps) + " | " + ",".join("all" if s.access else "-" for s in workflow.steps)] += 1
+        table[domain] = {
+            "episodes": len(episodes),
+            "reward": round(sum(e["reward"] for e in episodes) / len(episodes), 4) if episodes else None,
+            "parse_rate": round(len(lengths) / len(episodes), 3) if episodes else None,
+            "steps_per_workflow": round(sum(lengths) / len(lengths), 2) if lengths else None,
+            "top_patterns": {k: round(v / len(lengths), 3) for k, v in patterns.most_common(3)},
+        }
+    return table
+
+
+def check_closed_form(out: str, *, seed: int = 7, samples: int = 10) -> dict[str, Any]:
+    """Plays every deterministic baseline ``samples`` times per held-out question and compares its
+    per-domain mean reward with the closed form (``oracle_orchestration.oracle_report``)."""
+    from oracle_orchestration import oracle_report
+
+    policies = [b for b in BASELINES if b != "random"]
+    subprocess.run([*eval_command(out, policies, seed=seed, n=120, subpool_size=None), "--samples", str(samples)], check=True, capture_output=True)
+    simulated = summarize(str(Path(out) / "results.jsonl"))
+    closed = oracle_report()["domains"]
+    rows = {}
+    for policy in policies:
+        for domain, d in simulated[policy]["domains"].items():
+            rewards = d["reward"]
+            rows[f"{policy} / {domain}"] = {"n": d["n"], "simulated": rewards, "closed_form": closed[domain]["baselines"][policy], "difference": round(rewards - closed[domain]["baselines"][policy], 4)}
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="eval folder (rerunning resumes)")
+    parser.add_argument("--trained", action="append", default=[], help="NAME=DIR of a saved Conductor (policy llm:DIR)")
+    parser.add_argument("--no-baselines", action="store_true")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n", type=int, default=120)
+    parser.add_argument("--subpool-size", type=int, default=None)
+    parser.add_argument("--json", default=None)
+    parser.add_argument("--check-closed-form", action="store_true", help="compare the baselines' simulated rewards with the closed form instead")
+    args = parser.parse_args(argv)
+    if args.check_closed_form:
+        rows = check_closed_form(args.out, seed=args.seed)
+        for name, row in rows.items():
+            print(f"{name:<40} n={row['n']}  simulated {row['simulated']:.3f}  closed form {row['closed_form']:.3f}  difference {row['difference']:+.3f}")
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+        return
+    policies = [] if args.no_baselines else list(BASELINES)
+    policies += [f"llm:{spec.split('=', 1)[1]}" for spec in args.trained]
+    subprocess.run(eval_command(args.out, policies, seed=args.seed, n=args.n, subpool_size=args.subpool_size), check=True)
+    summary = summarize(str(Path(args.out) / "results.jsonl"))
+    print(markdown(summary))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"seed": args.seed, "subpool_size": args.subpool_size, "policies": summary}, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""Issue 16: the ``orchestrate`` recipe, its multi-shape warm start, and the closed-form oracle of
+the ``orchestra`` pool checked against episodes played in the real env."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.agents.baselines import build_workflow
+from conductor_env.agents.grpo.recipe import recipe_from_settings
+from conductor_env.agents.grpo.reward import EnvFactory
+from conductor_env.agents.profiles import ORCHESTRA_POOL, RECIPES, recipe_settings
+from conductor_env.agents.warmstart import WARM_START_SHAPES, warm_start_rows
+from conductor_env.workflow import parse_workflow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def oracle_module():
+    spec = importlib.util.spec_from_file_location("oracle_orchestration", ROOT / "benchmarks" / "oracle_orchestration.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def recipe():
+    return recipe_from_settings(recipe_settings(RECIPES["orchestrate"], {"suite_options": {"size": 10}}))
+
+
+def test_the_recipe_prices_calls_and_allows_three_steps(recipe):
+    options = recipe.setup.options
+    assert (options.reward, options.price_weight, options.max_steps, options.show_names) == ("cost_aware", 1.0, 3, True)
+    assert Path(str(recipe.setup.pool)) == Path(ORCHESTRA_POOL) and Path(ORCHESTRA_POOL).is_file()
+    assert recipe.format_warmup_shapes == "orchestrate" and recipe.format_warmup_steps > 0 and recipe.balance_domains
+    assert recipe_settings(RECIPES["orchestrate"], {"max_steps": 5})["max_steps"] == 5  # flags still override
+
+
+def test_the_warm_start_writes_every_shape_once_and_each_parses(recipe):
+    factory = EnvFactory(recipe.setup)
+    try:
+        groups = warm_start_rows(factory, limit=2, seed=3, subtask="Solve it.", preamble=lambda info: f"Domain: {info['domain']}.", shapes="orchestrate")
+        with pytest.raises(ValueError, match="unknown warm-start shapes"):
+            warm_start_rows(factory, limit=1, shapes="nope")
+    finally:
+        factory.close()
+    expected = [tuple((w, sees) for w, _, sees in shape) for shape in WARM_START_SHAPES["orchestrate"]]
+    for group in groups:
+        assert len({prompt for prompt, _ in group}) == 1
+        plans = []
+        for _, action in group:
+            workflow = parse_workflow(action, num_workers=3, max_steps=3)
+            plans.append(tuple((s.worker, bool(s.access)) for s in workflow.steps))
+        assert plans == expected
+        assert {len(p) for p in plans} == {1, 2, 3}  # single calls and multi-step shapes, uniformly
+
+
+def test_the_oracle_prefers_a_different_workflow_per_domain_and_beats_every_fixed_baseline():
+    oracle = oracle_module()
+    report = oracle.oracle_report(ORCHESTRA_POOL, max_steps=3)
+    best = {d: (row["oracle"]["shape"], row["oracle"]["plan"]) for d, row in report["domains"].items()}
+    assert best["language"] == ("single", "flash")
+    assert best["reasoning"] == ("single", "solver")
+    assert best["math"] == ("2-attempts+judge", "flash -> flash -> checker(reads all)")
+    means = report["mean_over_domains"]
+    assert all(means["oracle"] > value + 0.05 for name, value in means.items() if name not in ("oracle", "routing_oracle"))
+    assert means["oracle"] > means["routing_oracle"] + 0.02  # orchestration pays beyond perfect routing
+    workers = oracle.worker_table(ORCHESTRA_POOL)
+    # Two flash attempts (0.6 each) then the checker (judge 0.97, own skill 0.2) on math, by hand.
+    p_any = 1 - 0.4**2
+    assert oracle.p_correct(((0, False), (0, False), (2, True)), workers, "math") == pytest.approx(p_any * 0.97 + (1 - p_any) * 0.2)
+
+
+def test_the_closed_form_matches_episodes_played_in_the_env(recipe):
+    oracle = oracle_module()
+    workers = oracle.worker_table(ORCHESTRA_POOL)
+    plans = {"single-flash": ((0, False),), "judge": ((0, False), (0, False), (2, True)), "verify": ((1, False), (2, True))}
+    env = recipe.setup.make()
+    totals: dict[tuple[str, str], list[float]] = defaultdict(list)
+    try:
+        for seed in range(240):
+            for name, plan in plans.items():
+                env.reset(seed=seed)
+                action = build_workflow([(w, "Solve it.", sees) for w, sees in plan]).render()
+                _, reward, _, _, info = env.step(action)
+                totals[(name, info["domain"])].append(reward)
+    finally:
+        env.close()
+    for (name, domain), rewards in totals.items():
+        assert len(rewards) >= 50
+        expected = oracle.expected_reward(plans[name], workers, domain)
+        assert sum(rewards) / len(rewards) == pytest.approx(expected, abs=0.06), (name, domain)
