@@ -133,7 +133,10 @@ class ConductorEnv(gym.Env[dict, str]):
             seed: Seeds the problem choice, the sub-pool and the workers' sampling.
             options: ``{"problem_id": id}`` or ``{"problem_index": i}`` (``0 <= i <`` the number
                 of problems in the split) picks the problem (so a GRPO group can share one
-                question); otherwise it is drawn with the seed.
+                question); otherwise it is drawn with the seed. ``{"worker_draw": k}`` (an int
+                >= 0, default 0) keeps the seed's problem and sub-pool but gives the workers the
+                ``k``-th independent set of samples (several draws of one workflow average out
+                the workers' luck).
 
         Returns:
             The observation and ``info`` (a :class:`~conductor_env.info.StepInfo` with the
@@ -142,7 +145,8 @@ class ConductorEnv(gym.Env[dict, str]):
         Raises:
             KeyError: For an unknown ``problem_id``.
             IndexError: For a ``problem_index`` outside the split (the message names the range).
-            ValueError: When the problem's question is longer than ``max_question_bytes``.
+            ValueError: When the problem's question is longer than ``max_question_bytes``, or
+                ``worker_draw`` is negative (``TypeError`` when it is not an int).
         """
         super().reset(seed=seed)
         self._cancel_round()
@@ -155,7 +159,8 @@ class ConductorEnv(gym.Env[dict, str]):
             )
         episode_seed = int(self.np_random.integers(2**31))
         shown = self.pool.sample_subpool(random.Random(episode_seed), self.options.subpool_size)
-        self._episode = EpisodeState(problem=problem, shown=shown, seed=episode_seed, options=self.options)
+        draw = self._worker_draw((options or {}).get("worker_draw", 0))
+        self._episode = EpisodeState(problem=problem, shown=shown, seed=episode_seed, options=self.options, draw=draw)
         observation = self._top(self._episode)
         self._last_observation = observation
         return observation, self.rounds.base_info(self._episode, 0)
@@ -166,6 +171,16 @@ class ConductorEnv(gym.Env[dict, str]):
         if "problem_index" in options:
             return self.problems[self._problem_index(options["problem_index"])]
         return self.problems[int(self.np_random.integers(len(self.problems)))]
+
+    @staticmethod
+    def _worker_draw(value: Any) -> int:
+        try:
+            draw = operator.index(value)
+        except TypeError:
+            raise TypeError(f"worker_draw must be an int, got {value!r}") from None
+        if draw < 0:
+            raise ValueError(f"worker_draw must be >= 0, got {draw}")
+        return draw
 
     def _problem_index(self, value: Any) -> int:
         count = len(self.problems)

@@ -38,12 +38,17 @@ class Round:
 
 @dataclass
 class EpisodeState:
-    """The episode in progress: its problem, shown sub-pool, seed and finished rounds."""
+    """The episode in progress: its problem, shown sub-pool, seed and finished rounds.
+
+    ``draw`` (the reset option ``worker_draw``) picks another independent set of worker samples
+    for the same problem and sub-pool; 0 is the episode seed's own.
+    """
 
     problem: Problem
     shown: tuple[int, ...]
     seed: int
     options: EnvOptions
+    draw: int = 0
     rounds: list[Round] = field(default_factory=list)
     frames: list[FrameInfo] = field(default_factory=list)
     done: bool = False
@@ -214,7 +219,8 @@ class RoundPlayer:
                 assert frames is not None
                 return await self._self_call(episode, message, depth + 1, round_index, frames), 1
             messages: list[dict[str, Any]] = worker_chat(message, options.worker_template, prefill=options.prefill)
-            seed = hash((episode.seed, depth, round_index, index)) & 0x7FFFFFFF
+            key = (episode.seed, depth, round_index, index) if not episode.draw else (episode.seed, episode.draw, depth, round_index, index)
+            seed = hash(key) & 0x7FFFFFFF
             return await self.pool.call(
                 episode.shown[step.worker], messages, retry=options.retry, max_tokens=options.worker_max_tokens,
                 temperature=options.worker_temperature, seed=seed, oracle=oracle,

@@ -65,6 +65,10 @@ class GRPORecipe:
         max_completion_length: Conductor output limit in tokens.
         temperature: Sampling temperature of the Conductor.
         round_discount: Discount of the round credit when ``max_rounds > 1``.
+        reward_draws: Episodes played per completion with independent worker samples, whose
+            mean is the reward (1, the paper's: one episode). Not in the paper; on a simulated
+            pool it takes most of the workers' luck out of the group advantage for free, with
+            real workers it multiplies the calls.
         lora_r: LoRA rank (0: full fine-tuning).
         lora_alpha: LoRA alpha.
         lora_top_layers: Adapt only the top N transformer layers (``None``: all; a cheaper
@@ -80,6 +84,9 @@ class GRPORecipe:
         format_warmup_shapes: A named set of warm-start target shapes
             (:data:`conductor_env.agents.warmstart.WARM_START_SHAPES`; ``None``: one single-step
             workflow per worker).
+        format_warmup_plan: Write ``Plan: <worker names>.`` before the warm start targets' lists,
+            so the model chooses workers by name and learns to write their shown ids (sub-pools
+            renumber them); see :func:`conductor_env.agents.warmstart.warm_start_rows`.
         heldout_questions: Questions of ``heldout_split`` on which the model is evaluated before
             and after GRPO (0: no held-out evaluation, as in the paper).
         heldout_split: The held-out split.
@@ -110,6 +117,7 @@ class GRPORecipe:
     max_completion_length: int = 1024
     temperature: float = 1.0
     round_discount: float = 0.25
+    reward_draws: int = 1
     lora_r: int = 0
     lora_alpha: int = 32
     lora_top_layers: int | None = None
@@ -119,6 +127,7 @@ class GRPORecipe:
     format_warmup_subtask: str | None = None
     format_warmup_preamble: bool = False
     format_warmup_shapes: str | None = None
+    format_warmup_plan: bool = False
     heldout_questions: int = 0
     heldout_split: str = "validation"
     heldout_samples: int = 2

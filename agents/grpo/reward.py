@@ -4,13 +4,15 @@
 :class:`ConductorReward` resets them to the dataset row's problem and episode seed, steps them
 concurrently on the package's event loop and returns the env's reward, ``None`` for an infra
 error (TRL leaves such a row out of the group baseline), and the paper's discounted round credit
-when later rounds or self-call frames come from a follow-up policy.
+when later rounds or self-call frames come from a follow-up policy. With ``draws > 1`` it plays
+each completion that many times with independent worker samples (the reset option
+``worker_draw``) and returns the mean: the same expectation with less of the workers' luck in it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from conductor_env.agents.base import Policy
@@ -22,6 +24,14 @@ from conductor_env.tasks.public_tests import check_training_use
 
 #: The name TRL logs the env's reward under (``rewards/conductor_env/mean``).
 REWARD_NAME = "conductor_env"
+
+#: A played episode's reward (``None``: not scored), last ``info`` and number of actions.
+Outcome = tuple["float | None", dict[str, Any], int]
+
+
+def _reset_options(problem_id: str, draw: int) -> dict[str, Any]:
+    """The reset options of one draw (draw 0 passes no ``worker_draw``: the episode seed's own samples)."""
+    return {"problem_id": problem_id, "worker_draw": draw} if draw else {"problem_id": problem_id}
 
 
 class EnvFactory:
@@ -92,7 +102,12 @@ def completion_text(completion: Any) -> str:
 
 @dataclass
 class EpisodeRecord:
-    """What one rewarded completion did (kept by :class:`ConductorReward` for analysis)."""
+    """What one rewarded completion did (kept by :class:`ConductorReward` for analysis).
+
+    With several worker draws, ``reward`` and ``cost_usd`` are means over the scored draws,
+    ``accuracy`` the share of them answered correctly, and the other fields are the first draw's.
+    ``worker_map`` is the episode's shown id -> pool worker name (sub-pools renumber them).
+    """
 
     step: int
     problem_id: str
@@ -104,6 +119,9 @@ class EpisodeRecord:
     infra_error: str | None
     cost_usd: float
     turns: int
+    draws: int = 1
+    accuracy: float = 0.0
+    worker_map: dict[int, str] = field(default_factory=dict)
 
 
 class ConductorReward:
@@ -115,6 +133,10 @@ class ConductorReward:
             means the trained model once :meth:`attach` is called. Only needed with
             ``max_rounds > 1`` or ``self_call=True``.
         max_followups: Most follow-up actions per episode before it is given up as unscorable.
+        draws: Episodes played per completion, each with its own worker samples (reset option
+            ``worker_draw`` 0, 1, ...; same problem and sub-pool); the reward is their mean, or
+            ``None`` when none was scored. More than 1 only pays where worker calls are cheap
+            (simulated pools): each draw calls the workers again.
 
     Call signature (TRL's): ``reward(prompts=..., completions=..., problem_id=[...],
     episode_seed=[...], **kwargs) -> list[float | None]``.
@@ -122,10 +144,13 @@ class ConductorReward:
 
     __name__ = REWARD_NAME
 
-    def __init__(self, factory: EnvFactory, *, followup: Policy | None = None, max_followups: int = 16) -> None:
+    def __init__(self, factory: EnvFactory, *, followup: Policy | None = None, max_followups: int = 16, draws: int = 1) -> None:
+        if draws < 1:
+            raise ValueError(f"draws must be >= 1, got {draws}")
         self.factory = factory
         self.followup = followup
         self.max_followups = max_followups
+        self.draws = draws
         self.records: list[EpisodeRecord] = []
         self._envs: list[ConductorEnv] = []
         self._calls = 0
@@ -156,50 +181,62 @@ class ConductorReward:
                 "ConductorReward needs the dataset columns problem_id and episode_seed for every completion; "
                 "build the dataset with conductor_env.agents.grpo.build_dataset"
             )
-        envs = self._env_batch(len(actions))
-        outcomes = self._play(envs, actions, [str(p) for p in problem_id], [int(s) for s in episode_seed])
+        outcomes = self._play_draws(actions, [str(p) for p in problem_id], [int(s) for s in episode_seed])
         step = self._calls
         self._calls += 1
         rewards: list[float | None] = []
-        for pid, action, (reward, info, turns) in zip(problem_id, actions, outcomes):
-            rewards.append(reward)
-            self.records.append(
-                EpisodeRecord(
-                    step=step,
-                    problem_id=str(pid),
-                    action=action[:4000],
-                    reward=reward,
-                    raw_reward=float(info.get("round_rewards", [0.0])[0]) if info.get("round_rewards") else 0.0,
-                    parse_error=info.get("parse_error") or None,
-                    correct=bool(info.get("correct")),
-                    infra_error=info.get("infra_error") or None,
-                    cost_usd=float(info.get("cost_usd", 0.0)),
-                    turns=turns,
-                )
-            )
+        for pid, action, draws in zip(problem_id, actions, outcomes):
+            record = self._record(step, str(pid), action, draws)
+            rewards.append(record.reward)
+            self.records.append(record)
         if log_metric is not None:
             scored = [r for r in self.records[-len(actions) :] if r.reward is not None]
             log_metric("conductor/parse_rate", sum(r.parse_error is None for r in scored) / max(1, len(scored)))
-            log_metric("conductor/accuracy", sum(r.correct for r in scored) / max(1, len(scored)))
+            log_metric("conductor/accuracy", sum(r.accuracy for r in scored) / max(1, len(scored)))
             log_metric("conductor/infra_errors", float(len(actions) - len(scored)))
             log_metric("conductor/cost_usd", sum(r.cost_usd for r in scored) / max(1, len(scored)))
         return rewards
 
-    def _play(
-        self, envs: list[ConductorEnv], actions: list[str], problem_ids: list[str], seeds: list[int]
-    ) -> list[tuple[float | None, dict[str, Any], int]]:
+    def _play_draws(self, actions: list[str], problem_ids: list[str], seeds: list[int]) -> list[list[Outcome]]:
+        """Plays every completion ``draws`` times at once; returns each completion's outcomes, in draw order."""
+        jobs = [(a, p, s, draw) for a, p, s in zip(actions, problem_ids, seeds) for draw in range(self.draws)]
+        outcomes = self._play(self._env_batch(len(jobs)), jobs)
+        return [outcomes[i : i + self.draws] for i in range(0, len(outcomes), self.draws)]
+
+    def _play(self, envs: list[ConductorEnv], jobs: list[tuple[str, str, int, int]]) -> list[Outcome]:
         followup = PolicyBatcher(self.followup) if self.followup is not None else None
 
         async def play_all() -> list[PlayedEpisode]:
             return list(await asyncio.gather(*(
-                play(env, followup, seed=seed, reset_options={"problem_id": pid}, first_action=action, max_actions=self.max_followups + 1)
-                for env, action, pid, seed in zip(envs, actions, problem_ids, seeds)
+                play(env, followup, seed=seed, reset_options=_reset_options(pid, draw), first_action=action, max_actions=self.max_followups + 1)
+                for env, (action, pid, seed, draw) in zip(envs, jobs)
             )))
 
         return [self._outcome(played) for played in run_sync(play_all())]
 
     @staticmethod
-    def _outcome(played: PlayedEpisode) -> tuple[float | None, dict[str, Any], int]:
+    def _record(step: int, problem_id: str, action: str, draws: list[Outcome]) -> EpisodeRecord:
+        """One completion's record: the mean over its scored draws, the first draw's details."""
+        scored = [(reward, info) for reward, info, _ in draws if reward is not None]
+        first_reward, info, turns = draws[0]
+        return EpisodeRecord(
+            step=step,
+            problem_id=problem_id,
+            action=action[:4000],
+            reward=sum(r for r, _ in scored) / len(scored) if scored else None,
+            raw_reward=float(info.get("round_rewards", [0.0])[0]) if info.get("round_rewards") else 0.0,
+            parse_error=info.get("parse_error") or None,
+            correct=bool(info.get("correct")),
+            infra_error=info.get("infra_error") or None,
+            cost_usd=sum(float(i.get("cost_usd", 0.0)) for _, i in scored) / len(scored) if scored else float(info.get("cost_usd", 0.0)),
+            turns=turns,
+            draws=len(draws),
+            accuracy=sum(bool(i.get("correct")) for _, i in scored) / len(scored) if scored else 0.0,
+            worker_map={int(k): str(v) for k, v in dict(info.get("worker_map") or {}).items()},
+        )
+
+    @staticmethod
+    def _outcome(played: PlayedEpisode) -> Outcome:
         """The reward of a played episode, its last ``info`` and the actions it took.
 
         The reward is ``None`` (not scored) for an outage, an episode the env or the follow-up

@@ -72,7 +72,7 @@ def build_trainer(
             logger.warning("balance_domains: %d questions per step do not split evenly over %d domains", recipe.questions_per_step, domains)
     model_path = resolve_model_path(recipe.model)
     tokenizer = load_tokenizer(model_path)
-    reward = ConductorReward(factory, followup=followup)
+    reward = ConductorReward(factory, followup=followup, draws=recipe.reward_draws)
     peft_config = None
     if recipe.lora_r > 0:
         peft_config = lora_config(model_path, r=recipe.lora_r, alpha=recipe.lora_alpha, top_layers=recipe.lora_top_layers)
@@ -183,6 +183,7 @@ def _format_warm_start(
             subtask=recipe.format_warmup_subtask or WARM_START_SUBTASK,
             preamble=(lambda info: f"Domain: {info['domain']}.") if recipe.format_warmup_preamble else None,
             shapes=recipe.format_warmup_shapes,
+            plan=recipe.format_warmup_plan,
             on_step=warm_bar.step if warm_bar is not None else None,
         )
     finally:
