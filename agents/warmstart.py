@@ -30,8 +30,10 @@ logger = logging.getLogger(__name__)
 #: The subtask of warm-start targets: short (cheap to generate) and carrying the format rule.
 WARM_START_SUBTASK = "Solve it; answer in the format the task asks for."
 
-#: A warm-start target shape: per step ``(shown worker index, subtask, reads every earlier step)``;
-#: ``None`` as the subtask means the warm start's ``subtask``.
+#: A warm-start target shape: per step ``(pool worker index, subtask, reads every earlier step)``;
+#: ``None`` as the subtask means the warm start's ``subtask``. The index is the worker's place in
+#: the pool file; a target writes the id that worker is *shown* under in the episode (sub-pools
+#: renumber them), and a shape using a worker the episode does not show is left out.
 Shape = tuple[tuple[int, "str | None", bool], ...]
 
 #: Named sets of target shapes (``GRPORecipe.format_warmup_shapes``). ``orchestrate``: one call
@@ -50,16 +52,22 @@ WARM_START_SHAPES: dict[str, tuple[Shape, ...]] = {
 }
 
 
-def _targets(observation: dict[str, Any], subtask: str, shapes: "tuple[Shape, ...] | None") -> list[str]:
-    """The rendered target workflows for one observation: one per shown worker, or one per shape that fits."""
-    ids = worker_ids(observation)
+def _targets(observation: dict[str, Any], shown: dict[str, int], pool_names: list[str], subtask: str, shapes: "tuple[Shape, ...] | None") -> list[tuple[str, str]]:
+    """The target workflows for one observation, each with its plan (the workers' names in step order).
+
+    One single-step workflow per shown worker when ``shapes`` is ``None``, else one per shape
+    whose workers are all shown.
+    """
     if shapes is None:
-        return [build_workflow([(worker, subtask, False)]).render() for worker in ids]
-    return [
-        build_workflow([(ids[w], text or subtask, sees) for w, text, sees in shape]).render()
-        for shape in shapes
-        if all(w < len(ids) for w, _, _ in shape)
-    ]
+        by_id = {worker_id: name for name, worker_id in shown.items()}
+        return [(by_id.get(w, f"worker {w}"), build_workflow([(w, subtask, False)]).render()) for w in worker_ids(observation)]
+    targets = []
+    for shape in shapes:
+        names = [pool_names[w] if w < len(pool_names) else "" for w, _, _ in shape]
+        if all(name in shown for name in names):
+            workflow = build_workflow([(shown[name], text or subtask, sees) for name, (_, text, sees) in zip(names, shape)])
+            targets.append((", ".join(names), workflow.render()))
+    return targets
 
 
 def warm_start_rows(
@@ -71,6 +79,7 @@ def warm_start_rows(
     subtask: str = WARM_START_SUBTASK,
     preamble: Callable[[dict[str, Any]], str] | None = None,
     shapes: str | None = None,
+    plan: bool = False,
 ) -> list[list[tuple[str, str]]]:
     """Returns, per problem, ``(prompt, workflow text)`` pairs: one single-step workflow per shown worker.
 
@@ -87,6 +96,9 @@ def warm_start_rows(
             lists (e.g. naming the task's domain), which the format allows; ``None``: lists only.
         shapes: A key of :data:`WARM_START_SHAPES` (targets of several shapes instead of one
             single-step workflow per worker); ``None``: one single-step workflow per worker.
+        plan: Write ``Plan: <the workers' names in step order>.`` before the lists (after the
+            preamble, on its line): the choice is then made in worker names, which mean the same
+            in every sub-pool, and the warm start teaches to turn names into the shown ids.
     """
     if shapes is not None and shapes not in WARM_START_SHAPES:
         raise ValueError(f"unknown warm-start shapes {shapes!r}; use one of {sorted(WARM_START_SHAPES)}")
@@ -96,11 +108,16 @@ def warm_start_rows(
     if limit is not None and limit < len(problems):
         stride = len(problems) / limit
         problems = [problems[int(i * stride)] for i in range(limit)]
+    pool_names = [spec.name for spec in env.pool.specs]
     groups = []
     for i, problem in enumerate(problems):
         observation, info = env.reset(seed=seed + i, options={"problem_id": problem.id})
-        lead = f"{preamble(info)}\n" if preamble is not None else ""
-        actions = [lead + target for target in _targets(observation, subtask, shape_set)]
+        shown = {name: worker_id for worker_id, name in info["worker_map"].items() if name != "conductor"}
+        actions = []
+        for names, target in _targets(observation, shown, pool_names, subtask, shape_set):
+            lead = [preamble(info)] if preamble is not None else []
+            lead += [f"Plan: {names}."] if plan else []
+            actions.append("".join(f"{line} " for line in lead).rstrip() + ("\n" if lead else "") + target)
         groups.append([(prompt_builder(observation), action) for action in actions])
     return groups
 
@@ -143,6 +160,7 @@ def format_warm_start(
     subtask: str = WARM_START_SUBTASK,
     preamble: Callable[[dict[str, Any]], str] | None = None,
     shapes: str | None = None,
+    plan: bool = False,
     on_step: Callable[[int, float], None] | None = None,
 ) -> Any:
     """Fine-tunes ``model_path`` on rendered valid workflows and returns the merged model.
@@ -162,6 +180,7 @@ def format_warm_start(
         preamble: A line of reasoning before the lists, from the reset ``info`` (see
             :func:`warm_start_rows`).
         shapes: A key of :data:`WARM_START_SHAPES` (see :func:`warm_start_rows`).
+        plan: Name the workers before the lists (see :func:`warm_start_rows`).
         on_step: Called after every step with its number (1-based) and loss (e.g. a progress bar).
 
     Returns:
@@ -180,7 +199,7 @@ def format_warm_start(
     base = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).to(device)
     model = get_peft_model(base, lora_config(model_path, r=lora_r, alpha=2 * lora_r, top_layers=lora_top_layers))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=learning_rate)
-    groups = warm_start_rows(factory, limit=limit, seed=seed, prompt_builder=prompt_builder, subtask=subtask, preamble=preamble, shapes=shapes)
+    groups = warm_start_rows(factory, limit=limit, seed=seed, prompt_builder=prompt_builder, subtask=subtask, preamble=preamble, shapes=shapes, plan=plan)
     order = random.Random(seed)
     model.train()
     losses = []

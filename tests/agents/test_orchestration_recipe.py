@@ -4,6 +4,7 @@ the ``orchestra`` pool checked against episodes played in the real env."""
 from __future__ import annotations
 
 import importlib.util
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -35,28 +36,45 @@ def recipe():
 def test_the_recipe_prices_calls_and_allows_three_steps(recipe):
     options = recipe.setup.options
     assert (options.reward, options.price_weight, options.max_steps, options.show_names) == ("cost_aware", 1.0, 3, True)
+    assert options.subpool_size == 3  # every episode shows the three workers in a random order
     assert Path(str(recipe.setup.pool)) == Path(ORCHESTRA_POOL) and Path(ORCHESTRA_POOL).is_file()
     assert recipe.format_warmup_shapes == "orchestrate" and recipe.format_warmup_steps > 0 and recipe.balance_domains
+    assert recipe.format_warmup_plan and recipe.reward_draws > 1
     assert recipe_settings(RECIPES["orchestrate"], {"max_steps": 5})["max_steps"] == 5  # flags still override
 
 
-def test_the_warm_start_writes_every_shape_once_and_each_parses(recipe):
+def shown_names(prompt: str) -> dict[int, str]:
+    """Shown id -> worker name, read from the prompt's worker lines."""
+    return {int(m.group(1)): m.group(2) for m in re.finditer(r"Model id (\d+): (\w+)", prompt)}
+
+
+def test_the_warm_start_writes_every_shape_once_by_name_whatever_the_ids(recipe):
     factory = EnvFactory(recipe.setup)
     try:
-        groups = warm_start_rows(factory, limit=2, seed=3, subtask="Solve it.", preamble=lambda info: f"Domain: {info['domain']}.", shapes="orchestrate")
+        groups = warm_start_rows(
+            factory, limit=12, seed=3, subtask="Solve it.", preamble=lambda info: f"Domain: {info['domain']}.", shapes="orchestrate", plan=True
+        )
         with pytest.raises(ValueError, match="unknown warm-start shapes"):
             warm_start_rows(factory, limit=1, shapes="nope")
     finally:
         factory.close()
-    expected = [tuple((w, sees) for w, _, sees in shape) for shape in WARM_START_SHAPES["orchestrate"]]
+    pool_names = ["flash", "solver", "checker"]
+    expected = [tuple((pool_names[w], sees) for w, _, sees in shape) for shape in WARM_START_SHAPES["orchestrate"]]
+    orders = set()
     for group in groups:
         assert len({prompt for prompt, _ in group}) == 1
+        names = shown_names(group[0][0])
+        orders.add(tuple(names.values()))
         plans = []
         for _, action in group:
             workflow = parse_workflow(action, num_workers=3, max_steps=3)
-            plans.append(tuple((s.worker, bool(s.access)) for s in workflow.steps))
+            plan = tuple((names[s.worker], bool(s.access)) for s in workflow.steps)
+            written = re.match(r"Domain: \w+\. Plan: ([\w, ]+)\.\n", action).group(1).split(", ")
+            assert written == [name for name, _ in plan]  # the plan line names the workers the ids point at
+            plans.append(plan)
         assert plans == expected
         assert {len(p) for p in plans} == {1, 2, 3}  # single calls and multi-step shapes, uniformly
+    assert len(orders) > 2  # sub-pools renumber the workers, and the targets follow them
 
 
 def test_the_oracle_prefers_a_different_workflow_per_domain_and_beats_every_fixed_baseline():
@@ -79,7 +97,7 @@ def test_the_closed_form_matches_episodes_played_in_the_env(recipe):
     oracle = oracle_module()
     workers = oracle.worker_table(ORCHESTRA_POOL)
     plans = {"single-flash": ((0, False),), "judge": ((0, False), (0, False), (2, True)), "verify": ((1, False), (2, True))}
-    env = recipe.setup.make()
+    env = recipe.setup.replace(subpool_size=None).make()  # the whole pool in canonical order: ids 0 1 2
     totals: dict[tuple[str, str], list[float]] = defaultdict(list)
     try:
         for seed in range(240):
