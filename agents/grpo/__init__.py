@@ -39,7 +39,9 @@ The modules, which import one way with the trainer at the top:
   TRL's LM head, :class:`ModelPolicy`;
 - :mod:`~conductor_env.agents.grpo.recipe`: :class:`GRPORecipe` and :func:`grpo_config`;
 - :mod:`~conductor_env.agents.grpo.saving`: the saved Conductor and :class:`GRPORun`;
-- :mod:`~conductor_env.agents.grpo.trainer`: :func:`build_trainer` and :func:`train_grpo`.
+- :mod:`~conductor_env.agents.grpo.trainer`: :func:`build_trainer` and :func:`train_grpo`;
+- :mod:`~conductor_env.agents.grpo.adapter`: :func:`export_adapter`, a saved Conductor as a small
+  LoRA adapter over its base model.
 
 This package re-exports their public names.
 
@@ -50,6 +52,7 @@ Typical use::
     print(run.rewards)  # the env's mean reward per step, as TRL logged it
 """
 
+from conductor_env.agents.grpo.adapter import AdapterReport, export_adapter
 from conductor_env.agents.grpo.data import build_dataset
 from conductor_env.agents.grpo.model import ModelPolicy, load_tokenizer, lora_config, resolve_model_path, score_only_completions_on_cpu
 from conductor_env.agents.grpo.prompts import PROMPTS, PromptBuilder, compact_prompt, full_prompt, prompt_builder_of
@@ -59,6 +62,7 @@ from conductor_env.agents.grpo.saving import CONDUCTOR_CONFIG, GRPORun, conducto
 from conductor_env.agents.grpo.trainer import build_trainer, train_grpo
 
 __all__ = [
+    "AdapterReport",
     "CONDUCTOR_CONFIG",
     "PROMPTS",
     "REWARD_NAME",
@@ -74,6 +78,7 @@ __all__ = [
     "compact_prompt",
     "completion_text",
     "conductor_config",
+    "export_adapter",
     "full_prompt",
     "grpo_config",
     "load_tokenizer",

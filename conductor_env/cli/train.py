@@ -19,7 +19,7 @@ _RECIPE_FLAGS = (
     "model", "env", "pool", "split", "problems", "balance_domains", "prompt", "output_dir", "max_steps", "questions_per_step",
     "num_generations", "per_device_batch_size", "learning_rate", "lr_scheduler_type", "warmup_ratio",
     "epsilon", "beta", "loss_type", "scale_rewards", "max_completion_length", "temperature",
-    "round_discount", "lora_r", "lora_alpha", "lora_top_layers", "format_warmup_steps", "format_warmup_lr",
+    "round_discount", "reward_draws", "lora_r", "lora_alpha", "lora_top_layers", "format_warmup_steps", "format_warmup_lr",
     "heldout_questions", "seed", "logging_steps", "save_steps",
 )  # fmt: skip
 
@@ -39,7 +39,7 @@ def _default(name: str) -> str:
 
 
 def register(subparsers: Any) -> None:
-    """Adds ``train`` (with its ``grpo`` subcommand) to the ``conductor-env`` parser."""
+    """Adds ``train`` (with its ``grpo`` and ``export-adapter`` subcommands) to the ``conductor-env`` parser."""
     from conductor_env.agents.profiles import PROFILES, RECIPES
 
     train = subparsers.add_parser("train", help="train a Conductor policy", description="Train a Conductor policy.")
@@ -71,6 +71,43 @@ def register(subparsers: Any) -> None:
     grpo.add_argument("--ray", default=None, metavar="ADDRESS", help="play the reward's episodes in Ray actors: auto, HOST:PORT or local (needs the ray extra); the model stays here")
     grpo.add_argument("--ray-workers", type=int, default=2, metavar="N", help="episode actors with --ray (default 2)")
     grpo.set_defaults(handler=run_grpo_command)
+    _register_export_adapter(kinds)
+
+
+def _register_export_adapter(kinds: Any) -> None:
+    """Adds ``train export-adapter``: a trained model folder as a small LoRA adapter over its base."""
+    export = kinds.add_parser(
+        "export-adapter",
+        help="write a trained Conductor folder as a small LoRA adapter over its base model (loads with --policy llm:DIR)",
+        description=(
+            "Write a trained model folder (e.g. a GRPO run's final) as a PEFT LoRA adapter over its base model: every "
+            "Linear weight that differs from the base is factored with a truncated SVD, and the run's conductor.json "
+            "is copied beside it. Any other difference (embeddings, norms, a rank above --max-rank) is refused."
+        ),
+    )
+    export.add_argument("model_dir", metavar="MODEL_DIR", help="the trained model folder")
+    export.add_argument("--out", required=True, metavar="DIR", help="the adapter folder to write")
+    export.add_argument("--base", default="gemma3-270m", help="local model name or folder the model was trained from (default: gemma3-270m)")
+    export.add_argument("--max-rank", type=int, default=64, help="largest rank of a weight difference (default: 64)")
+    export.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"], help="storage dtype of the factors (default: float16)")
+    export.set_defaults(handler=run_export_adapter_command)
+
+
+def run_export_adapter_command(args: argparse.Namespace) -> int:
+    """Runs ``conductor-env train export-adapter`` and prints its report and the policy to load it with."""
+    from conductor_env.workers.local_models import ModelExportError
+
+    try:
+        from conductor_env.agents.grpo.adapter import export_adapter
+
+        report = export_adapter(args.model_dir, args.out, base=args.base, max_rank=args.max_rank, dtype=args.dtype)
+    except ImportError as error:
+        raise UsageError(f"export-adapter needs peft and transformers ({error.name} is missing): pip install 'conductor-env[train]'") from error
+    except (OSError, ValueError, ModelExportError) as error:
+        raise UsageError(str(error).splitlines()[0]) from error
+    print(report.summary())
+    print(f"use it: --policy llm:{report.out_dir}")
+    return 0
 
 
 def _add_recipe_arguments(grpo: argparse.ArgumentParser) -> None:
@@ -105,6 +142,7 @@ def _add_recipe_arguments(grpo: argparse.ArgumentParser) -> None:
     add("--scale-rewards", default=unset, choices=["group", "batch", "none"], help=_default("scale_rewards"))
     add("--max-completion-length", type=int, default=unset, help=_default("max_completion_length"))
     add("--temperature", type=float, default=unset, help=_default("temperature"))
+    add("--reward-draws", type=int, default=unset, help=f"episodes per completion with independent worker samples, rewarded with their mean; cheap only on simulated pools ({_default('reward_draws')})")
     add("--round-discount", type=float, default=unset, help=f"round credit discount, with max_rounds > 1 ({_default('round_discount')})")
     add("--lora-r", type=int, default=unset, help=f"LoRA rank, 0: full fine-tuning ({_default('lora_r')})")
     add("--lora-alpha", type=int, default=unset, help=_default("lora_alpha"))

@@ -130,11 +130,13 @@ class LocalEngine:
 
     def _load(self) -> None:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
 
+        from conductor_env.workers.local_adapter import adapter_base_path, load_causal_lm
         from conductor_env.workers.local_models import resolve_model
 
         path = resolve_model(self.model_name)
+        tokenizer_path = adapter_base_path(path) or path  # an adapter folder uses its base's tokenizer
         device = self.device_name
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -144,14 +146,14 @@ class LocalEngine:
         elif isinstance(dtype, str):
             dtype = getattr(torch, dtype)
         started = time.perf_counter()
-        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_path), local_files_only=True)
         tokenizer.padding_side = "left"
         if tokenizer.chat_template is None:
             raise WorkerError(
                 f"local model at {path} has no chat template; export it with `conductor-env models export`",
                 retryable=False,
             )
-        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype, local_files_only=True)
+        model = load_causal_lm(path, dtype=dtype)
         model.to(device).eval()
         self._tokenizer, self._model, self._device = tokenizer, model, device
         eos = model.generation_config.eos_token_id
