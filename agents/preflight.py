@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from conductor_env.agents.grpo.recipe import GRPORecipe
+from conductor_env.agents.grpo.prompts import PROMPTS
 
 #: A Hugging Face hub id (``org/name``), which may be downloaded on first use.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -121,8 +122,8 @@ def check_learnable(recipe: GRPORecipe, tokenizer: Any | None = None) -> None:
     total = recipe.questions_per_step * recipe.num_generations
     if recipe.per_device_batch_size is not None and (recipe.per_device_batch_size < 1 or total % recipe.per_device_batch_size):
         raise RecipeError(f"--per-device-batch-size {recipe.per_device_batch_size} must divide questions x generations = {total}")
-    if recipe.prompt not in ("full", "compact"):
-        raise RecipeError(f"unknown prompt {recipe.prompt!r}: pass --prompt full or --prompt compact")
+    if recipe.prompt not in PROMPTS:
+        raise RecipeError(f"unknown prompt {recipe.prompt!r}: pass --prompt {' or '.join(sorted(PROMPTS))}")
     needed = shortest_workflow_tokens(recipe, tokenizer)
     if recipe.max_completion_length < needed:
         raise RecipeError(

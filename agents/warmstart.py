@@ -60,13 +60,13 @@ def _targets(observation: dict[str, Any], shown: dict[str, int], pool_names: lis
     """
     if shapes is None:
         by_id = {worker_id: name for name, worker_id in shown.items()}
-        return [(by_id.get(w, f"worker {w}"), build_workflow([(w, subtask, False)]).render()) for w in worker_ids(observation)]
+        return [(f"{by_id.get(w, 'worker')}={w}", build_workflow([(w, subtask, False)]).render()) for w in worker_ids(observation)]
     targets = []
     for shape in shapes:
         names = [pool_names[w] if w < len(pool_names) else "" for w, _, _ in shape]
         if all(name in shown for name in names):
             workflow = build_workflow([(shown[name], text or subtask, sees) for name, (_, text, sees) in zip(names, shape)])
-            targets.append((", ".join(names), workflow.render()))
+            targets.append((", ".join(f"{name}={shown[name]}" for name in names), workflow.render()))
     return targets
 
 
@@ -96,9 +96,10 @@ def warm_start_rows(
             lists (e.g. naming the task's domain), which the format allows; ``None``: lists only.
         shapes: A key of :data:`WARM_START_SHAPES` (targets of several shapes instead of one
             single-step workflow per worker); ``None``: one single-step workflow per worker.
-        plan: Write ``Plan: <the workers' names in step order>.`` before the lists (after the
-            preamble, on its line): the choice is then made in worker names, which mean the same
-            in every sub-pool, and the warm start teaches to turn names into the shown ids.
+        plan: Write ``Plan: <name>=<shown id>, ...`` (the steps' workers in order) before the
+            lists, after the preamble on its line: the choice is then made in worker names, which
+            mean the same in every sub-pool, each followed by its id as the ``roster`` prompt
+            writes it, and the lists copy the ids.
     """
     if shapes is not None and shapes not in WARM_START_SHAPES:
         raise ValueError(f"unknown warm-start shapes {shapes!r}; use one of {sorted(WARM_START_SHAPES)}")

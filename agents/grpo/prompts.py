@@ -10,6 +10,7 @@ into the action the env parses: the prefill followed by the reply.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Sequence
 
 from conductor_env.agents.base import Observation
@@ -37,8 +38,26 @@ def compact_prompt(observation: Observation) -> str:
     return "\n\n".join(parts)
 
 
+_WORKER_LINE = re.compile(r"^Model id (\d+): (\S+)", re.MULTILINE)
+
+
+def roster_prompt(observation: Observation) -> str:
+    """The compact prompt plus one line giving each shown worker's id after its name.
+
+    ``Ids: flash=2, solver=0, checker=1``: a small model that decides on a worker's *name* (the
+    same in every sub-pool) can then copy the id that follows it, which pretrained models do
+    well, instead of looking back from a name to the id written before it on its pool line. The
+    pool lines themselves are unchanged.
+    """
+    pairs = [f"{name}={worker_id}" for worker_id, name in _WORKER_LINE.findall(str(observation.get("workers", "")))]
+    text = compact_prompt(observation)
+    if not pairs:
+        return text
+    return text.replace("\n\n", f"\nIds: {', '.join(pairs)}\n\n", 1)
+
+
 #: Prompt builders by name (``GRPORecipe.prompt``, ``--prompt``).
-PROMPTS: dict[str, PromptBuilder] = {"full": full_prompt, "compact": compact_prompt}
+PROMPTS: dict[str, PromptBuilder] = {"full": full_prompt, "compact": compact_prompt, "roster": roster_prompt}
 
 
 def prompt_builder_of(name: str) -> PromptBuilder:

@@ -39,7 +39,7 @@ def test_the_recipe_prices_calls_and_allows_three_steps(recipe):
     assert options.subpool_size == 3  # every episode shows the three workers in a random order
     assert Path(str(recipe.setup.pool)) == Path(ORCHESTRA_POOL) and Path(ORCHESTRA_POOL).is_file()
     assert recipe.format_warmup_shapes == "orchestrate" and recipe.format_warmup_steps > 0 and recipe.balance_domains
-    assert recipe.format_warmup_plan and recipe.reward_draws > 1
+    assert recipe.format_warmup_plan and recipe.reward_draws > 1 and recipe.prompt == "roster"
     assert recipe_settings(RECIPES["orchestrate"], {"max_steps": 5})["max_steps"] == 5  # flags still override
 
 
@@ -69,8 +69,9 @@ def test_the_warm_start_writes_every_shape_once_by_name_whatever_the_ids(recipe)
         for _, action in group:
             workflow = parse_workflow(action, num_workers=3, max_steps=3)
             plan = tuple((names[s.worker], bool(s.access)) for s in workflow.steps)
-            written = re.match(r"Domain: \w+\. Plan: ([\w, ]+)\.\n", action).group(1).split(", ")
-            assert written == [name for name, _ in plan]  # the plan line names the workers the ids point at
+            written = re.match(r"Domain: \w+\. Plan: ([\w=, ]+)\.\n", action).group(1).split(", ")
+            # The plan line names each step's worker and the id it is shown under; the lists use those ids.
+            assert written == [f"{names[s.worker]}={s.worker}" for s in workflow.steps]
             plans.append(plan)
         assert plans == expected
         assert {len(p) for p in plans} == {1, 2, 3}  # single calls and multi-step shapes, uniformly
@@ -112,3 +113,19 @@ def test_the_closed_form_matches_episodes_played_in_the_env(recipe):
         assert len(rewards) >= 50
         expected = oracle.expected_reward(plans[name], workers, domain)
         assert sum(rewards) / len(rewards) == pytest.approx(expected, abs=0.06), (name, domain)
+
+
+def test_the_roster_prompt_gives_each_id_after_its_name(recipe):
+    from conductor_env.agents.grpo.prompts import compact_prompt, roster_prompt
+
+    env = recipe.setup.make()
+    try:
+        for seed in range(6):
+            observation, info = env.reset(seed=seed)
+            text = roster_prompt(observation)
+            ids = dict(re.search(r"\nIds: (.*)\n", text).group(1).split(", ")[i].split("=") for i in range(3))
+            assert {name: int(i) for name, i in ids.items()} == {name: i for i, name in info["worker_map"].items()}
+            assert text.replace(re.search(r"\nIds: .*", text).group(0), "", 1) == compact_prompt(observation)
+    finally:
+        env.close()
+    assert roster_prompt({"workers": "", "question": "q"}) == compact_prompt({"workers": "", "question": "q"})
