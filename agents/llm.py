@@ -17,7 +17,9 @@ and batching decide how many run at once.
    a Conductor saved by ``conductor-env train grpo`` carries a ``conductor.json`` beside its
    weights, and is then prompted as it was trained (e.g. with the compact prompt) with its
    training output limit;
-3. a model name known to :mod:`conductor_env.workers.local_models` (e.g. ``gemma3-270m``),
+3. a trained Conductor shipped with the package (:mod:`conductor_env.agents.shipped`, e.g.
+   ``llm:orchestra-gemma3-270m``): a LoRA adapter over a local base model, prompted as trained;
+4. a model name known to :mod:`conductor_env.workers.local_models` (e.g. ``gemma3-270m``),
    exported once to a cache folder (:func:`~conductor_env.workers.local_models.ensure_model`)
    and served by the ``local`` backend.
 """
@@ -32,6 +34,7 @@ from typing import Any, Sequence
 from conductor_env.agents.base import ActionUsage, Observation, Policy
 from conductor_env.agents.grpo.prompts import action_of, chat_messages, full_prompt, prompt_builder_of
 from conductor_env.agents.grpo.saving import CONDUCTOR_CONFIG
+from conductor_env.agents.shipped import shipped_conductor
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.pool import PoolError, WorkerPool, load_pool, preset_names
 from conductor_env.calls import RetryPolicy
@@ -119,13 +122,15 @@ class LLMConductor(Policy):
             found = _find_in_pool(name, pool)
         except PoolError as error:
             raise ValueError(f"llm:{name}: {error}") from error
+        shipped = shipped_conductor(name) if found is None else None
+        folder = str(shipped) if shipped is not None else name
         if found is not None:
             self._pool, self._index, self._owns_pool = found
         else:
-            self._pool = _local_pool(name, max_concurrency=max_concurrency, local_options=local_options)
+            self._pool = _local_pool(folder, max_concurrency=max_concurrency, local_options=local_options)
             self._index, self._owns_pool = 0, True
         self.prompt_builder = full_prompt
-        trained = trained_conductor_config(name) if found is None else None
+        trained = trained_conductor_config(folder) if found is None else None
         if trained is not None:
             self.prompt_builder = prompt_builder_of(str(trained.get("prompt", "full")))
             if max_tokens == DEFAULT_MAX_TOKENS and trained.get("max_new_tokens"):

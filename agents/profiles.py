@@ -127,23 +127,28 @@ ORCHESTRA_POOL = str(importlib.resources.files("conductor_env.pools") / "orchest
 #: ``--recipe orchestrate`` (issue 16, docs/ORCHESTRATION.md): the ``cpu`` profile on the
 #: ``orchestra`` pool, where one cheap call is best on language, the costly specialist on
 #: reasoning, and two cheap attempts plus a judge on math, under the ``cost_aware`` reward
-#: (price weight 1, workflows of at most 3 steps). The format warm start writes every shape of
-#: ``WARM_START_SHAPES["orchestrate"]`` for every prompt, so which shape suits which domain is
-#: left to GRPO; completions are longer than routing's (a 3-step workflow is about 48 tokens).
-#: 60 warm-start steps (30 left a 79% parse rate) and lr 1e-4. In our CPU runs GRPO still
-#: collapsed onto one single-call workflow for every domain: a negative result, with the
-#: attempts, in benchmarks/results/orchestration.md.
+#: (price weight 1, workflows of at most 3 steps). Every episode shows the pool in a random order
+#: (``subpool_size = 3``); the ``roster`` prompt gives each worker's id after its name and the warm
+#: start writes a plan line of ``name=id`` pairs before the lists, so the Conductor decides in
+#: names and copies ids; its targets cover every shape of ``WARM_START_SHAPES["orchestrate"]``,
+#: so which shape suits which domain is left to GRPO; each completion is rewarded with the mean
+#: of 16 worker draws. In our CPU runs it learns to route each domain to its best worker by name
+#: (3 seeds), not the math judge shape (BENCHMARKS.md, "Learning to orchestrate").
 ORCHESTRATE_RECIPE = Profile(
     "orchestrate",
-    "experimental, did not yet learn to orchestrate in CPU runs (docs/ORCHESTRATION.md): the cpu profile on the orchestra pool (shape matters per domain), cost-aware reward, multi-shape warm start",
+    "the cpu profile on the orchestra pool (the best workflow differs per domain; docs/ORCHESTRATION.md): random pool order, roster prompt, name=id plan warm start over every shape, cost-aware reward averaged over 16 worker draws",
     {
         **CPU_PROFILE.settings,
         "pool": ORCHESTRA_POOL,
-        "env_options": {"examples": "none", "show_names": True, "reward": "cost_aware", "price_weight": 1.0, "max_steps": 3},
-        "max_steps": 30,
-        "learning_rate": 1e-4,
-        "max_completion_length": 56,
+        "env_options": {"examples": "none", "show_names": True, "reward": "cost_aware", "price_weight": 1.0, "max_steps": 3, "subpool_size": 3},
+        "max_steps": 40,
+        "num_generations": 6,
+        "prompt": "roster",
+        "learning_rate": 2e-4,
+        "max_completion_length": 72,
+        "reward_draws": 16,
         "format_warmup_shapes": "orchestrate",
+        "format_warmup_plan": True,
         "format_warmup_steps": 60,
         "heldout_questions": 12,
     },

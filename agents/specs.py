@@ -23,8 +23,9 @@ SPEC_GRAMMAR = """policy specs:
                                  attempts then a majority vote by the same worker
   same-budget:<id>:auto          k = the mean worker calls per episode in a results file (options
                                  budget_from=<results.jsonl or eval folder>, budget_policy=<name>)
-  llm:<name>                     an LLM as a zero-shot Conductor: a pool worker name, a model folder
-                                 or a known local model (e.g. llm:gemma3-270m)"""
+  llm:<name>                     an LLM as the Conductor: a pool worker name, a model folder, a
+                                 shipped trained Conductor (llm:orchestra-gemma3-270m) or a known
+                                 local model (e.g. llm:gemma3-270m)"""
 
 #: Options each family accepts; options meant for other families are ignored, so one options
 #: dict can be passed to every spec of an evaluation.

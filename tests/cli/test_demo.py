@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conductor_env.cli.demo import DEMO_POLICIES
+from conductor_env.cli.demo import DEMO_POLICIES, ORCHESTRA_BASELINES, ORCHESTRA_CONDUCTOR
 
 pytestmark = pytest.mark.slow
 
@@ -18,7 +18,7 @@ def demo(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     script = Path(sys.executable).with_name("conductor-env")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "conductor_env.cli"]
     # One problem and short replies keep the test small; the flow is the demo's own.
-    args = ["demo", "--out", str(out), "--n", "1", "--worker-max-tokens", "24", *extra]
+    args = ["demo", "--out", str(out), "--n", "1", "--worker-max-tokens", "24", "--orchestra-n", "6", *extra]
     return subprocess.run(command + args, capture_output=True, text=True, timeout=1200)
 
 
@@ -31,6 +31,15 @@ def test_demo_compares_the_baselines_and_writes_plot_and_viewer(tmp_path: Path) 
     assert f"plot:   {out / 'accuracy_vs_cost.png'}" in result.stdout
     assert f"viewer: {out / 'report.html'}" in result.stdout
     assert (out / "accuracy_vs_cost.png").is_file() and (out / "report.html").is_file()
+
+    assert f"viewer: {out / 'orchestra' / 'report.html'}" in result.stdout
+    assert (out / "orchestra" / "accuracy_vs_cost.png").is_file()
+    orchestra = [json.loads(line) for line in (out / "orchestra" / "results.jsonl").read_text().splitlines()]
+    assert sorted({r["policy"] for r in orchestra}) == sorted([ORCHESTRA_CONDUCTOR, *ORCHESTRA_BASELINES])
+    trained = [r for r in orchestra if r["policy"] == ORCHESTRA_CONDUCTOR]
+    assert len(trained) == 6 and all(r["infra_error"] is None for r in trained)
+    assert sum(r["parse_error"] is None for r in trained) >= 5  # the shipped Conductor writes valid workflows
+    assert {r["domain"] for r in trained} == {"math", "language", "reasoning"}
 
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert sorted(r["policy"] for r in records) == sorted(DEMO_POLICIES)
@@ -45,3 +54,4 @@ def test_demo_compares_the_baselines_and_writes_plot_and_viewer(tmp_path: Path) 
     assert again.returncode == 0, again.stderr[-3000:]
     assert f"resuming: {len(records)} episode(s) already in the results file, 0 to run" in again.stderr
     assert len((out / "results.jsonl").read_text().splitlines()) == len(records)
+    assert len((out / "orchestra" / "results.jsonl").read_text().splitlines()) == len(orchestra)
