@@ -38,16 +38,20 @@ BASELINES = (
 ENV_OPTIONS = {"examples": "none", "show_names": "true", "reward": "cost_aware", "price_weight": "1.0", "max_steps": "3"}
 
 
-def eval_command(out: str, policies: Iterable[str], *, seed: int, n: int, subpool_size: int | None, pool: str = POOL) -> list[str]:
+def eval_command(
+    out: str, policies: Iterable[str], *, seed: int, n: int, subpool_size: int | None, pool: str = POOL, samples: int = 1, max_rounds: int = 1
+) -> list[str]:
     """The ``conductor-env eval`` command line of the orchestrate recipe's held-out env."""
     command = [
         str(Path(sys.executable).with_name("conductor-env")), "eval", "--env", "Conductor-RG-v0", "--pool", pool,
-        "--split", "validation", "--n", str(n), "--concurrency", "32", "--seed", str(seed), "--out", out,
+        "--split", "validation", "--n", str(n), "--samples", str(samples), "--concurrency", "64", "--seed", str(seed), "--out", out,
         "--suite-option", f"datasets={json.dumps(list(CPU_DATASETS))}", "--suite-option", "size=20",
     ]
     options = dict(ENV_OPTIONS)
     if subpool_size is not None:
         options["subpool_size"] = str(subpool_size)
+    if max_rounds != 1:
+        options["max_rounds"] = str(max_rounds)
     for key, value in options.items():
         command += ["--env-option", f"{key}={value}"]
     for policy in policies:
@@ -108,10 +112,14 @@ def summarize(results: str, pool: str = POOL) -> dict[str, Any]:
         by_policy[row["policy"]].append(row)
     summary: dict[str, Any] = {}
     for policy, episodes in by_policy.items():
-        mean, low, high = interval([float(r["reward"]) for r in episodes])
+        # Samples of one question are not independent: the interval is over per-question means.
+        per_question: dict[str, list[float]] = defaultdict(list)
+        for r in episodes:
+            per_question[r["problem_id"]].append(float(r["reward"]))
+        mean, low, high = interval([sum(v) / len(v) for v in per_question.values()])
         oracle = [_oracle_value(pool, tuple(r["worker_map"][str(i)] for i in range(len(r["worker_map"]))), r["domain"]) for r in episodes]
         entry = {
-            "n": len(episodes), "reward": round(mean, 4), "ci95": [round(low, 4), round(high, 4)],
+            "n": len(episodes), "questions": len(per_question), "reward": round(mean, 4), "ci95": [round(low, 4), round(high, 4)],
             "accuracy": round(sum(bool(r["correct"]) for r in episodes) / len(episodes), 4),
             "usd": round(sum(float(r["cost_usd"]) for r in episodes) / len(episodes), 4),
             "oracle_same_episodes": round(sum(oracle) / len(oracle), 4),
@@ -139,16 +147,39 @@ def markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def training_strategy(rewards_json: str, steps: Sequence[int]) -> dict[str, Any]:
+def _recorded_worker_maps(seed: int) -> dict[str, dict[int, str]]:
+    """Problem id -> shown id -> worker name of the ``orchestrate`` recipe's training rows with
+    ``seed`` (for ``rewards.json`` files written before records kept their ``worker_map``)."""
+    from conductor_env.agents.grpo.data import build_dataset
+    from conductor_env.agents.grpo.recipe import recipe_from_settings
+    from conductor_env.agents.grpo.reward import EnvFactory
+    from conductor_env.agents.profiles import RECIPES, recipe_settings
+
+    recipe = recipe_from_settings(recipe_settings(RECIPES["orchestrate"], {"seed": seed}))
+    factory = EnvFactory(recipe.setup)
+    try:
+        env = factory.local()
+        maps = {}
+        for row in build_dataset(factory, seed=seed, balance_domains=recipe.balance_domains):
+            _, info = env.reset(seed=row["episode_seed"], options={"problem_id": row["problem_id"]})
+            maps[row["problem_id"]] = dict(info["worker_map"])
+        return maps
+    finally:
+        factory.close()
+
+
+def training_strategy(rewards_json: str, steps: Sequence[int], *, seed: int = 0) -> dict[str, Any]:
     """Per domain, the sampled training actions of some GRPO steps (``rewards.json``'s episodes):
-    mean reward, parse rate, steps per parsed workflow and the top worker patterns."""
+    mean reward, parse rate, steps per parsed workflow and the top worker patterns (by name: each
+    episode's ``worker_map``, or the recipe's rows with ``seed`` when the records lack it)."""
     from conductor_env.tasks.suites.procedural import DATASET_DOMAINS
     from conductor_env.workflow import WorkflowError, parse_workflow
 
-    names = {i: w["name"] for i, w in enumerate(worker_table())}
     wanted = set(steps)
     by_domain: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for episode in json.loads(Path(rewards_json).read_text(encoding="utf-8"))["episodes"]:
+    episodes_all = json.loads(Path(rewards_json).read_text(encoding="utf-8"))["episodes"]
+    fallback = _recorded_worker_maps(seed) if any(not e.get("worker_map") for e in episodes_all) else {}
+    for episode in episodes_all:
         if episode["step"] in wanted:
             by_domain[DATASET_DOMAINS.get(episode["problem_id"].split("/")[0], "reasoning")].append(episode)
     table: dict[str, Any] = {}
@@ -157,6 +188,7 @@ def training_strategy(rewards_json: str, steps: Sequence[int]) -> dict[str, Any]
         patterns: Counter[str] = Counter()
         lengths = []
         for episode in episodes:
+            names = {int(k): v for k, v in (episode.get("worker_map") or fallback[episode["problem_id"]]).items()}
             try:
                 workflow = parse_workflow(episode["action"], num_workers=len(names), max_steps=3)
             except WorkflowError:
@@ -173,13 +205,43 @@ def training_strategy(rewards_json: str, steps: Sequence[int]) -> dict[str, Any]
     return table
 
 
+def rounds_summary(results: str) -> dict[str, Any]:
+    """What a second round changed, per policy (``max_rounds=2`` runs): round-1 and final accuracy,
+    how often round 2 kept the answer (empty lists) or wrote a new workflow, the answers it fixed or
+    broke, the rewards of each round and the USD of the whole episode."""
+    rows = [json.loads(line) for line in Path(results).read_text(encoding="utf-8").splitlines() if line.strip()]
+    by_policy: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        if row["earlier_rounds"]:
+            by_policy[row["policy"]].append(row)
+    summary: dict[str, Any] = {}
+    for policy, episodes in by_policy.items():
+        first = [r["earlier_rounds"][0] for r in episodes]
+        kept = sum(bool(r["workflow"]) and not r["workflow"]["steps"] for r in episodes)
+        n = len(episodes)
+        summary[policy] = {
+            "episodes": n,
+            "round1_accuracy": round(sum(f["correct"] for f in first) / n, 4),
+            "final_accuracy": round(sum(bool(r["correct"]) for r in episodes) / n, 4),
+            "round2_kept": round(kept / n, 4),
+            "round2_unparsed": round(sum(r["parse_error"] is not None for r in episodes) / n, 4),
+            "fixed": sum(not f["correct"] and bool(r["correct"]) for f, r in zip(first, episodes)),
+            "broke": sum(f["correct"] and not r["correct"] for f, r in zip(first, episodes)),
+            "round1_reward": round(sum(f["reward"] for f in first) / n, 4),
+            "round2_reward": round(sum(float(r["reward"]) for r in episodes) / n, 4),
+            "usd": round(sum(float(r["cost_usd"]) for r in episodes) / n, 4),
+            "round2_steps": round(sum(len((r["workflow"] or {}).get("steps", [])) for r in episodes) / n, 2),
+        }
+    return summary
+
+
 def check_closed_form(out: str, *, seed: int = 7, samples: int = 10) -> dict[str, Any]:
     """Plays every deterministic baseline ``samples`` times per held-out question and compares its
     per-domain mean reward with the closed form (``oracle_orchestration.oracle_report``)."""
     from oracle_orchestration import oracle_report
 
     policies = [b for b in BASELINES if b != "random"]
-    subprocess.run([*eval_command(out, policies, seed=seed, n=120, subpool_size=None), "--samples", str(samples)], check=True, capture_output=True)
+    subprocess.run(eval_command(out, policies, seed=seed, n=120, subpool_size=None, samples=samples), check=True, capture_output=True)
     simulated = summarize(str(Path(out) / "results.jsonl"))
     closed = oracle_report()["domains"]
     rows = {}
@@ -198,6 +260,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--n", type=int, default=120)
     parser.add_argument("--subpool-size", type=int, default=None)
+    parser.add_argument("--samples", type=int, default=1, help="episodes per question and policy (narrower intervals)")
+    parser.add_argument("--max-rounds", type=int, default=1, help="rounds per episode (2: also print what the second round changed)")
     parser.add_argument("--json", default=None)
     parser.add_argument("--check-closed-form", action="store_true", help="compare the baselines' simulated rewards with the closed form instead")
     args = parser.parse_args(argv)
@@ -210,11 +274,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     policies = [] if args.no_baselines else list(BASELINES)
     policies += [f"llm:{spec.split('=', 1)[1]}" for spec in args.trained]
-    subprocess.run(eval_command(args.out, policies, seed=args.seed, n=args.n, subpool_size=args.subpool_size), check=True)
+    subprocess.run(eval_command(args.out, policies, seed=args.seed, n=args.n, subpool_size=args.subpool_size, samples=args.samples, max_rounds=args.max_rounds), check=True)
     summary = summarize(str(Path(args.out) / "results.jsonl"))
     print(markdown(summary))
+    if args.max_rounds > 1:
+        summary["second_round"] = rounds_summary(str(Path(args.out) / "results.jsonl"))
+        print(json.dumps(summary["second_round"], indent=1))
     if args.json:
-        Path(args.json).write_text(json.dumps({"seed": args.seed, "subpool_size": args.subpool_size, "policies": summary}, indent=1), encoding="utf-8")
+        Path(args.json).write_text(json.dumps({"seed": args.seed, "subpool_size": args.subpool_size, "samples": args.samples, "policies": summary}, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":
