@@ -10,7 +10,7 @@ table), beside the closed-form oracle (``benchmarks/oracle_orchestration.py``). 
 is computed per episode for the workers it shows.
 
     python benchmarks/bench_orchestration.py --out /tmp/orch/eval [--trained NAME=DIR ...] [--seed 0]
-        [--subpool-size 2] [--json benchmarks/results/orchestration.json]
+        [--subpool-size 2] [--samples 2] [--json FILE]
 """
 
 from __future__ import annotations

@@ -1,0 +1,59 @@
+"""Draws the training curves of the ``orchestrate`` recipe's runs (BENCHMARKS.md, "Learning to orchestrate").
+
+Each run's ``rewards.json`` (written by ``conductor-env train grpo``) holds TRL's per-step log:
+the batch mean env reward (each completion's reward is already the mean of its worker draws) and
+the share of groups whose samples all scored the same. The horizontal lines are the closed-form
+expectations of the oracle, of perfect single-call routing and of the best fixed baseline::
+
+    python benchmarks/plot_orchestration.py --out benchmarks/results/orchestration_curves.png seed0=RUN0 seed1=RUN1 ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from oracle_orchestration import oracle_report  # noqa: E402
+
+
+def per_step(run_dir: str, key: str) -> list[float]:
+    """The values TRL logged under ``key``, one per optimizer step."""
+    log = json.loads((Path(run_dir) / "rewards.json").read_text(encoding="utf-8"))["log_history"]
+    return [float(entry[key]) for entry in log if key in entry]
+
+
+def main(argv: list[str] | None = None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", metavar="NAME=RUN_DIR")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    means = oracle_report()["mean_over_domains"]
+    best_baseline = max(v for k, v in means.items() if k not in ("oracle", "routing_oracle"))
+    fig, (rewards, flat) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for spec in args.runs:
+        name, run_dir = spec.split("=", 1)
+        values = per_step(run_dir, "rewards/conductor_env/mean")
+        rewards.plot(range(1, len(values) + 1), values, marker="o", ms=3, label=name)
+        zero = per_step(run_dir, "frac_reward_zero_std")
+        flat.plot(range(1, len(zero) + 1), zero, marker="o", ms=3, label=name)
+    for value, label, colour in ((means["oracle"], "oracle", "#2a2"), (means["routing_oracle"], "best single call per domain", "#27c"), (best_baseline, "best fixed baseline", "#c44")):
+        rewards.axhline(value, color=colour, ls="--", lw=1, label=f"{label} {value:.3f}")
+    rewards.set(xlabel="GRPO step", ylabel="batch mean env reward (16 worker draws each)", ylim=(0.3, 1.0))
+    rewards.legend(fontsize=7, loc="lower right")
+    flat.set(xlabel="GRPO step", ylabel="share of groups with identical rewards", ylim=(-0.02, 1.02))
+    flat.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(args.out, dpi=110)
+    print(args.out)
+
+
+if __name__ == "__main__":
+    main()
