@@ -132,8 +132,8 @@ ORCHESTRA_POOL = str(importlib.resources.files("conductor_env.pools") / "orchest
 #: start writes a plan line of ``name=id`` pairs before the lists, so the Conductor decides in
 #: names and copies ids; its targets cover every shape of ``WARM_START_SHAPES["orchestrate"]``,
 #: so which shape suits which domain is left to GRPO; each completion is rewarded with the mean
-#: of 16 worker draws. In our CPU runs it learns to route each domain to its best worker by name
-#: (3 seeds), not the math judge shape (BENCHMARKS.md, "Learning to orchestrate").
+#: of 16 worker draws. In our CPU runs it learned to route each domain to its best worker by name
+#: on 2 of 3 seeds (seed 2 collapsed onto `flash`), and never the math judge shape (BENCHMARKS.md, "Learning to orchestrate").
 ORCHESTRATE_RECIPE = Profile(
     "orchestrate",
     "the cpu profile on the orchestra pool (the best workflow differs per domain; docs/ORCHESTRATION.md): random pool order, roster prompt, name=id plan warm start over every shape, cost-aware reward averaged over 16 worker draws",
