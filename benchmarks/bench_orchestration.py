@@ -29,12 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle_orchestration import DOMAINS, POOL, all_plans, expected_reward, shape_of, worker_table  # noqa: E402
 
 from conductor_env.agents.profiles import CPU_DATASETS  # noqa: E402
+from conductor_env.cli.demo import ORCHESTRA_BASELINES  # noqa: E402
 
 #: Every fixed baseline that fits in 3 steps on a 3-worker pool (parallel-judge:3 and moa:3 need 4).
-BASELINES = (
-    "single:0", "single:1", "single:2", "random", "template:plan-solve-verify", "template:parallel-judge:2",
-    "reflect:0:3", "reflect:1:3", "reflect:2:3", "moa:2",
-)
+BASELINES = ORCHESTRA_BASELINES
 ENV_OPTIONS = {"examples": "none", "show_names": "true", "reward": "cost_aware", "price_weight": "1.0", "max_steps": "3"}
 
 

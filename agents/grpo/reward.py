@@ -218,7 +218,7 @@ class ConductorReward:
     def _record(step: int, problem_id: str, action: str, draws: list[Outcome]) -> EpisodeRecord:
         """One completion's record: the mean over its scored draws, the first draw's details."""
         scored = [(reward, info) for reward, info, _ in draws if reward is not None]
-        first_reward, info, turns = draws[0]
+        _, info, turns = draws[0]
         return EpisodeRecord(
             step=step,
             problem_id=problem_id,

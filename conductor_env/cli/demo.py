@@ -45,8 +45,6 @@ ORCHESTRA_BASELINES: tuple[str, ...] = (
 #: Held-out questions of part 2 (20 per domain; the simulated workers answer at once, the
 #: Conductor's replies are batched).
 ORCHESTRA_N = 60
-#: The ``orchestrate`` recipe's env on its held-out split (agents/profiles.py ORCHESTRATE_RECIPE).
-ORCHESTRA_ENV_OPTIONS = {"examples": "none", "show_names": True, "reward": "cost_aware", "price_weight": 1.0, "max_steps": 3}
 
 
 def register(subparsers: Any) -> None:
@@ -167,7 +165,10 @@ def run_orchestra_part(*, out: str, n: int = ORCHESTRA_N, conductor: str = ORCHE
     Returns:
         The :class:`~conductor_env.evaluation.report.Report`.
     """
-    from conductor_env.agents.profiles import CPU_DATASETS, ORCHESTRA_POOL
+    from conductor_env.agents.profiles import CPU_DATASETS, ORCHESTRA_POOL, ORCHESTRATE_RECIPE
+
+    # The recipe's env, with the pool in canonical order: the order the fixed baselines' ids were written for.
+    env_options = {k: v for k, v in ORCHESTRATE_RECIPE.settings["env_options"].items() if k != "subpool_size"}
 
     per_dataset = max(1, -(-n // len(CPU_DATASETS)))  # the split lists its datasets one after another
     n = per_dataset * len(CPU_DATASETS)
@@ -188,7 +189,7 @@ def run_orchestra_part(*, out: str, n: int = ORCHESTRA_N, conductor: str = ORCHE
         out=out,
         split="validation",
         suite_options={"datasets": list(CPU_DATASETS), "size": per_dataset},
-        env_options=dict(ORCHESTRA_ENV_OPTIONS),
+        env_options=env_options,
         show_table=False,
         console=console,
     )
