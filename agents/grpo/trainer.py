@@ -22,7 +22,7 @@ from conductor_env.agents.grpo.prompts import PromptBuilder, prompt_builder_of
 from conductor_env.agents.grpo.recipe import GRPORecipe, grpo_config
 from conductor_env.envs.setup import EnvSetup
 from conductor_env.agents.grpo.reward import ConductorReward, EnvFactory
-from conductor_env.agents.grpo.saving import GRPORun, logged_rewards, save_conductor
+from conductor_env.agents.grpo.saving import CONDUCTOR_CONFIG, GRPORun, conductor_config, logged_rewards, save_conductor
 
 logger = logging.getLogger(__name__)
 
@@ -156,6 +156,37 @@ def train_grpo(
         factory.close()
         if heldout_factory is not None:
             heldout_factory.close()
+
+
+def save_warm_start(recipe: GRPORecipe, *, progress: bool = False, say: Callable[[str], None] | None = None) -> Path:
+    """Runs only the recipe's format warm start and saves the model, without GRPO.
+
+    Several GRPO runs (seeds, variants) can then start from the same warm-started model
+    (``--model <dir> --format-warmup-steps 0``), and the folder is a Conductor that
+    ``llm:<dir>`` evaluates: the policy *before* GRPO.
+
+    Args:
+        recipe: The settings; ``format_warmup_steps`` must be at least 1.
+        progress: Show a progress bar of the warm start's steps.
+        say: Prints a line at each phase; ``None``: quiet.
+
+    Returns:
+        The saved folder, ``<output_dir>/warm_start`` (model, tokenizer and ``conductor.json``).
+    """
+    if recipe.format_warmup_steps < 1:
+        raise ValueError("the recipe has no format warm start to save: set format_warmup_steps >= 1")
+    tell = say or (lambda line: None)
+    factory = EnvFactory(_setup(recipe, recipe.setup.split))
+    try:
+        model = _format_warm_start(recipe, factory, prompt_builder_of(recipe.prompt), progress=progress, tell=tell)
+    finally:
+        factory.close()
+    out = Path(recipe.output_dir) / "warm_start"
+    model.save_pretrained(str(out))
+    load_tokenizer(resolve_model_path(recipe.model)).save_pretrained(str(out))
+    (out / CONDUCTOR_CONFIG).write_text(json.dumps(conductor_config(recipe), indent=1, default=str), encoding="utf-8")
+    tell(f"warm-started model: {out} (final loss {model.warm_start_losses[-1]:.3f})")
+    return out
 
 
 def _format_warm_start(

@@ -157,6 +157,10 @@ def _add_recipe_arguments(grpo: argparse.ArgumentParser) -> None:
     add("--logging-steps", type=int, default=unset, help=_default("logging_steps"))
     add("--save-steps", type=int, default=unset, help=f"checkpoint every N steps, 0: final model only ({_default('save_steps')})")
     add("--trainer-option", action="append", default=[], metavar="KEY=VALUE", help="extra trl.GRPOConfig field (repeatable; JSON values)")
+    grpo.add_argument(
+        "--warm-start-only", action="store_true",
+        help="run only the format warm start and save it to OUTPUT_DIR/warm_start (GRPO runs then start from it with --model DIR --format-warmup-steps 0)",
+    )
 
 
 def _options(pairs: list[str], flag: str) -> dict[str, Any]:
@@ -279,6 +283,18 @@ def _env_factory(args: argparse.Namespace) -> Any:
     return lambda setup: factory(setup, address=address, workers=workers)
 
 
+def _run_warm_start_only(recipe: Any) -> int:
+    """``train grpo --warm-start-only``: the recipe's format warm start, saved as a Conductor folder."""
+    from conductor_env.agents.grpo.trainer import save_warm_start
+
+    try:
+        out = save_warm_start(recipe, progress=True, say=lambda text: print(text, flush=True))
+    except ValueError as error:
+        raise UsageError(str(error).splitlines()[0]) from error
+    print(f"GRPO from it: conductor-env train grpo --model {out} --format-warmup-steps 0 ...")
+    return 0
+
+
 def run_grpo_command(args: argparse.Namespace) -> int:
     """Runs ``conductor-env train grpo``: says which profile and why, checks the recipe before any
     model loads, trains with a progress bar, and prints the held-out figures and the eval line."""
@@ -302,6 +318,8 @@ def run_grpo_command(args: argparse.Namespace) -> int:
         check_recipe(recipe)
     except RecipeError as error:
         raise UsageError(str(error)) from error
+    if getattr(args, "warm_start_only", False):
+        return _run_warm_start_only(recipe)
     print(
         f"training {recipe.model} on {recipe.setup.env_id} (pool {recipe.setup.pool}): {recipe.max_steps} steps of "
         f"{recipe.questions_per_step} questions x {recipe.num_generations} samples -> {recipe.output_dir}",

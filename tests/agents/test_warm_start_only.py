@@ -1,0 +1,63 @@
+"""``train grpo --warm-start-only``: the format warm start saved once, as a Conductor folder that
+GRPO runs start from and ``llm:<dir>`` plays (the policy before GRPO)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conductor_env.agents.grpo.recipe import GRPORecipe
+from conductor_env.agents.grpo.saving import CONDUCTOR_CONFIG
+from conductor_env.agents.grpo.trainer import save_warm_start
+
+import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.cli import main
+from conductor_env.envs import EnvSetup
+from conductor_env.event_loop import run_sync
+
+SMALL_RG = {"datasets": ["basic_arithmetic", "spell_backward"], "size": 3}
+
+
+def test_a_recipe_without_a_warm_start_is_refused_before_any_model_loads(tmp_path, capsys):
+    with pytest.raises(ValueError, match="format_warmup_steps"):
+        save_warm_start(GRPORecipe(output_dir=str(tmp_path), format_warmup_steps=0))
+    assert main(["train", "grpo", "--profile", "cpu", "--format-warmup-steps", "0", "--warm-start-only", "--output-dir", str(tmp_path)]) == 2
+    assert "no format warm start to save" in capsys.readouterr().err
+    assert not (tmp_path / "warm_start").exists()
+
+
+@pytest.mark.slow
+def test_the_saved_warm_start_is_a_conductor_that_plays_and_trains(tmp_path):
+    from conductor_env.agents import make_policy
+    from conductor_env.agents.grpo.trainer import build_trainer
+
+    setup = EnvSetup.from_id("Conductor-RG-v0", pool="orchestra", split="train", suite_options=SMALL_RG, examples="none", show_names=True)
+    recipe = GRPORecipe(
+        model="gemma3-270m", setup=setup, problems=4, output_dir=str(tmp_path), prompt="roster", lora_r=8, lora_top_layers=2,
+        format_warmup_steps=2, format_warmup_shapes="orchestrate", format_warmup_plan=True, format_warmup_preamble=True,
+        max_completion_length=24,
+    )
+    out = save_warm_start(recipe)
+    assert out == tmp_path / "warm_start"
+    config = json.loads((out / CONDUCTOR_CONFIG).read_text())
+    assert config["prompt"] == "roster" and config["pool"] == "orchestra"
+    # The folder is a Conductor the eval CLI plays, with the recipe's prompt ...
+    policy = make_policy(f"llm:{out}")
+    env = setup.make()
+    try:
+        observation, _ = env.reset(seed=0)
+        [action] = policy.act([observation])
+        assert isinstance(action, str)
+        assert env.step(action)[1] >= 0.0  # a reward, parsed or not: the env scored it
+    finally:
+        env.close()
+        run_sync(policy.aclose())
+    # ... and the model a GRPO run starts from (no second warm start).
+    grpo = GRPORecipe(model=str(out), setup=setup, problems=2, output_dir=str(tmp_path / "grpo"), max_steps=1, questions_per_step=1,
+                      num_generations=2, max_completion_length=16, lora_r=8, lora_top_layers=2)
+    trainer, reward = build_trainer(grpo)
+    try:
+        trainer.train()
+    finally:
+        reward.close()
+    assert len(reward.records) == 2
