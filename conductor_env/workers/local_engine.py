@@ -31,6 +31,11 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_BATCH_SIZE = 16
 DEFAULT_BATCH_WAIT_MS = 5.0
 
+#: Engines load one at a time: two engine threads importing from ``transformers`` at once can
+#: fail inside its lazy module ("cannot import name 'AutoTokenizer'"), e.g. when one evaluation
+#: plays two local Conductors side by side.
+_LOAD_LOCK = threading.Lock()
+
 
 @dataclass
 class GenerationRequest:
@@ -165,7 +170,8 @@ class LocalEngine:
 
     def _run(self) -> None:
         try:
-            self._load()
+            with _LOAD_LOCK:
+                self._load()
         except Exception as error:  # reported to every caller rather than killing the thread
             message = str(error) if isinstance(error, WorkerError) else f"{type(error).__name__}: {error}"
             self._load_error = WorkerError(f"local model {self.model_name!r} failed to load: {message}", retryable=False)
