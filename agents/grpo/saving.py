@@ -84,7 +84,12 @@ def save_conductor(trainer: Any, recipe: GRPORecipe, final_dir: Path) -> None:
     else:
         trainer.save_model(str(final_dir))
     trainer.processing_class.save_pretrained(str(final_dir))
-    (final_dir / CONDUCTOR_CONFIG).write_text(json.dumps(conductor_config(recipe), indent=1, default=str), encoding="utf-8")
+    write_conductor_config(recipe, final_dir)
+
+
+def write_conductor_config(recipe: GRPORecipe, folder: Path) -> None:
+    """Writes :data:`CONDUCTOR_CONFIG` into a saved model ``folder`` (see :func:`conductor_config`)."""
+    (folder / CONDUCTOR_CONFIG).write_text(json.dumps(conductor_config(recipe), indent=1, default=str), encoding="utf-8")
 
 
 def logged_rewards(log_history: Sequence[dict[str, Any]]) -> list[float]:

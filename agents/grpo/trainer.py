@@ -22,7 +22,7 @@ from conductor_env.agents.grpo.prompts import PromptBuilder, prompt_builder_of
 from conductor_env.agents.grpo.recipe import GRPORecipe, grpo_config
 from conductor_env.envs.setup import EnvSetup
 from conductor_env.agents.grpo.reward import ConductorReward, EnvFactory
-from conductor_env.agents.grpo.saving import CONDUCTOR_CONFIG, GRPORun, conductor_config, logged_rewards, save_conductor
+from conductor_env.agents.grpo.saving import GRPORun, logged_rewards, save_conductor, write_conductor_config
 
 logger = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ def save_warm_start(recipe: GRPORecipe, *, progress: bool = False, say: Callable
     out = Path(recipe.output_dir) / "warm_start"
     model.save_pretrained(str(out))
     load_tokenizer(resolve_model_path(recipe.model)).save_pretrained(str(out))
-    (out / CONDUCTOR_CONFIG).write_text(json.dumps(conductor_config(recipe), indent=1, default=str), encoding="utf-8")
+    write_conductor_config(recipe, out)
     tell(f"warm-started model: {out} (final loss {model.warm_start_losses[-1]:.3f})")
     return out
 
