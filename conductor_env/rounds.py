@@ -61,6 +61,10 @@ class EpisodeState:
         """How many worker ids a workflow at ``depth`` may use."""
         return len(self.shown) + (self.conductor_id(depth) is not None)
 
+    def spent_usd(self) -> float:
+        """What the finished rounds' workers cost, in USD (a kept or unparsed round costs nothing)."""
+        return sum(done.execution.cost_usd for done in self.rounds if done.execution is not None)
+
     def history(self) -> list[HistoryRound]:
         """The finished rounds as the next round's observation shows them."""
         return [HistoryRound(done.workflow.render(), done.answer) for done in self.rounds]
@@ -163,7 +167,10 @@ class RoundPlayer:
             # make crashing the grader an escape from a wrong-answer reward, so it is scored wrong.
             logger.warning("verifier of %s raised on an answer: %r", episode.problem.id, error)
             score = Score(False, 0.0, f"the answer could not be graded ({type(error).__name__}: {error})"[:500])
-        reward = self.reward_scheme(parsed=True, correct=score.correct, score=score.score, cost_usd=execution.cost_usd)
+        # A cost-aware reward charges the episode's whole spend: an answer bought in an earlier round
+        # and revised (or kept, below) in a later one is not made cheaper by the later round.
+        spent = episode.spent_usd() + execution.cost_usd
+        reward = self.reward_scheme(parsed=True, correct=score.correct, score=score.score, cost_usd=spent)
         episode.rounds.append(Round(workflow, execution.answer, score, reward, execution))
         info.update(answer=execution.answer, correct=score.correct, score=score.score, reason=score.reason, test_set=score.test_set)
         return self._finish(episode, info, reward, terminated=len(episode.rounds) >= self.options.max_rounds)
@@ -177,7 +184,7 @@ class RoundPlayer:
     def _keep_previous(self, episode: EpisodeState, info: StepInfo, previous: Round) -> RoundOutcome:
         """Three empty lists in a later round: the previous answer is final."""
         score = previous.score
-        reward = self.reward_scheme(parsed=True, correct=score.correct, score=score.score)
+        reward = self.reward_scheme(parsed=True, correct=score.correct, score=score.score, cost_usd=episode.spent_usd())
         episode.rounds.append(Round(previous.workflow, previous.answer, score, reward))
         info.update(answer=previous.answer, correct=score.correct, score=score.score, reason="kept the previous answer", test_set=score.test_set)
         return self._finish(episode, info, reward, terminated=True)

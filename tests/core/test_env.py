@@ -97,6 +97,26 @@ def test_cost_aware_reward_subtracts_spend(suite: ReasoningGymSuite) -> None:
     assert reward == pytest.approx(1.0 - 100.0 * info["cost_usd"])
 
 
+def test_cost_aware_rounds_charge_the_whole_episode_spend(suite: ReasoningGymSuite) -> None:
+    """Hostile: buy the answer in round 1, then keep it (or revise it) in round 2 to drop the bill."""
+    env = make_env(suite, reward="cost_aware", price_weight=100.0, max_rounds=2)
+    env.reset(seed=0)
+    _, first, _, _, info = env.step(workflow((0, "Solve it", "[]"), (0, "Check it", '"all"')))
+    spent = info["cost_usd"]
+    assert spent > 0 and first == pytest.approx(1.0 - 100.0 * spent)
+    _, kept, terminated, _, info = env.step("model_id = []\nsubtasks = []\naccess_list = []")
+    assert terminated and info["reason"] == "kept the previous answer"
+    assert kept == pytest.approx(first)  # keeping an answer does not refund what it cost
+    assert info["round_rewards"] == pytest.approx([first, first])
+
+    env.reset(seed=0)
+    env.step(workflow((0, "Solve it", "[]"), (0, "Check it", '"all"')))
+    _, revised, _, _, info = env.step(workflow((0, "Answer again", "[]")))
+    assert info["correct"] and revised == pytest.approx(1.0 - 100.0 * (spent + info["cost_usd"]))
+    credit = info["round_credit"][0]
+    assert credit == pytest.approx(0.75 * first + 0.25 * revised) and credit < first
+
+
 def test_info_and_trace_of_a_full_episode(suite: ReasoningGymSuite) -> None:
     env = make_env(suite)
     env.reset(seed=3)
