@@ -86,9 +86,13 @@ def _strategy(rows: list[dict[str, Any]]) -> dict[str, Any]:
     patterns: Counter[str] = Counter()
     shapes: Counter[str] = Counter()
     for r in parsed:
+        steps = r["workflow"]["steps"]
+        if not steps:  # a later round that kept the earlier answer (three empty lists)
+            shapes["kept"] += 1
+            patterns["(kept the earlier answer)"] += 1
+            continue
         names = [t["worker_name"] for t in r["trace"]]
         workers.update(names)
-        steps = r["workflow"]["steps"]
         plan = tuple((0, bool(s["access"])) for s in steps)
         shapes[shape_of(plan)] += 1
         patterns[",".join(names) + " | " + ",".join("all" if s["access"] else "-" for s in steps)] += 1

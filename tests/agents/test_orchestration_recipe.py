@@ -4,6 +4,7 @@ the ``orchestra`` pool checked against episodes played in the real env."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -129,3 +130,42 @@ def test_the_roster_prompt_gives_each_id_after_its_name(recipe):
     finally:
         env.close()
     assert roster_prompt({"workers": "", "question": "q"}) == compact_prompt({"workers": "", "question": "q"})
+
+
+def bench_module():
+    spec = importlib.util.spec_from_file_location("bench_orchestration", ROOT / "benchmarks" / "bench_orchestration.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_summary_reads_two_round_episodes_that_keep_revise_or_fail_to_parse(recipe, tmp_path):
+    """``bench_orchestration.py --max-rounds 2``: a second round may keep the answer (no steps)."""
+    from conductor_env.evaluation.records import EpisodeSpec, episode_record, round_record
+
+    bench = bench_module()
+    env = recipe.setup.replace(subpool_size=None, max_rounds=2).make()
+    first = build_workflow([(0, "Solve it.", False), (0, "Solve it.", False), (2, "Pick the correct answer.", True)]).render()
+    seconds = ["model_id = []\nsubtasks = []\naccess_list = []", build_workflow([(1, "Solve it.", False)]).render(), "no lists"]
+    records = []
+    try:
+        for seed, second in enumerate(seconds):
+            _, info = env.reset(seed=seed)
+            rounds = []
+            for action in (first, second):
+                _, reward, _, _, step_info = env.step(action)
+                rounds.append(round_record(action, reward, step_info))
+            spec = EpisodeSpec("scripted", seed, info["problem_id"], 0, seed)
+            records.append(episode_record(
+                spec, env_id="Conductor-RG-v0", pool="orchestra", question="", domain=info["domain"],
+                worker_map=info["worker_map"], rounds=rounds, wall_s=0.0,
+            ))
+    finally:
+        env.close()
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    domains = bench.summarize(str(results))["scripted"]["domains"].values()
+    kept = [d for d in domains if "kept" in d["shapes"]]
+    assert len(kept) == 1 and "(kept the earlier answer)" in kept[0]["top_patterns"]
+    rounds = bench.rounds_summary(str(results))["scripted"]
+    assert (rounds["episodes"], rounds["round2_kept"], rounds["round2_unparsed"]) == (3, 0.3333, 0.3333)  # rounded to 4 places
