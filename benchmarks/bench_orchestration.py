@@ -279,11 +279,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     subprocess.run(eval_command(args.out, policies, seed=args.seed, n=args.n, subpool_size=args.subpool_size, samples=args.samples, max_rounds=args.max_rounds), check=True)
     summary = summarize(str(Path(args.out) / "results.jsonl"))
     print(markdown(summary))
+    report: dict[str, Any] = {"seed": args.seed, "subpool_size": args.subpool_size, "samples": args.samples, "policies": summary}
     if args.max_rounds > 1:
-        summary["second_round"] = rounds_summary(str(Path(args.out) / "results.jsonl"))
-        print(json.dumps(summary["second_round"], indent=1))
+        report["second_round"] = rounds_summary(str(Path(args.out) / "results.jsonl"))
+        print(json.dumps(report["second_round"], indent=1))
     if args.json:
-        Path(args.json).write_text(json.dumps({"seed": args.seed, "subpool_size": args.subpool_size, "samples": args.samples, "policies": summary}, indent=1), encoding="utf-8")
+        Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":
