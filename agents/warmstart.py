@@ -52,21 +52,41 @@ WARM_START_SHAPES: dict[str, tuple[Shape, ...]] = {
 }
 
 
-def _targets(observation: dict[str, Any], shown: dict[str, int], pool_names: list[str], subtask: str, shapes: "tuple[Shape, ...] | None") -> list[tuple[str, str]]:
-    """The target workflows for one observation, each with its plan (the workers' names in step order).
+def shape_label(shape: Shape) -> str:
+    """Names a shape by its structure: ``single`` (one step), ``verify`` (an attempt, then a step
+    reading it), ``judge`` (several independent attempts, then a step reading them all), or
+    ``chain`` (anything else).
+
+    Args:
+        shape: The shape's steps.
+
+    Returns:
+        The shape's one-word name, the same whichever workers fill it.
+    """
+    if len(shape) == 1:
+        return "single"
+    *attempts, (_, _, last_reads) = shape
+    if last_reads and not any(reads for _, _, reads in attempts):
+        return "verify" if len(attempts) == 1 else "judge"
+    return "chain"
+
+
+def _targets(observation: dict[str, Any], shown: dict[str, int], pool_names: list[str], subtask: str, shapes: "tuple[Shape, ...] | None") -> list[tuple[str, str, str]]:
+    """The target workflows for one observation, each with its shape's name and its plan (the
+    workers' ``name=id`` in step order).
 
     One single-step workflow per shown worker when ``shapes`` is ``None``, else one per shape
     whose workers are all shown.
     """
     if shapes is None:
         by_id = {worker_id: name for name, worker_id in shown.items()}
-        return [(f"{by_id.get(w, 'worker')}={w}", build_workflow([(w, subtask, False)]).render()) for w in worker_ids(observation)]
+        return [("single", f"{by_id.get(w, 'worker')}={w}", build_workflow([(w, subtask, False)]).render()) for w in worker_ids(observation)]
     targets = []
     for shape in shapes:
         names = [pool_names[w] if w < len(pool_names) else "" for w, _, _ in shape]
         if all(name in shown for name in names):
             workflow = build_workflow([(shown[name], text or subtask, sees) for name, (_, text, sees) in zip(names, shape)])
-            targets.append((", ".join(f"{name}={shown[name]}" for name in names), workflow.render()))
+            targets.append((shape_label(shape), ", ".join(f"{name}={shown[name]}" for name in names), workflow.render()))
     return targets
 
 
@@ -80,6 +100,7 @@ def warm_start_rows(
     preamble: Callable[[dict[str, Any]], str] | None = None,
     shapes: str | None = None,
     plan: bool = False,
+    shape_word: bool = False,
 ) -> list[list[tuple[str, str]]]:
     """Returns, per problem, ``(prompt, workflow text)`` pairs: one single-step workflow per shown worker.
 
@@ -115,8 +136,9 @@ def warm_start_rows(
         observation, info = env.reset(seed=seed + i, options={"problem_id": problem.id})
         shown = {name: worker_id for worker_id, name in info["worker_map"].items() if name != "conductor"}
         actions = []
-        for names, target in _targets(observation, shown, pool_names, subtask, shape_set):
+        for label, names, target in _targets(observation, shown, pool_names, subtask, shape_set):
             lead = [preamble(info)] if preamble is not None else []
+            lead += [f"Shape: {label}."] if shape_word else []
             lead += [f"Plan: {names}."] if plan else []
             actions.append("".join(f"{line} " for line in lead).rstrip() + ("\n" if lead else "") + target)
         groups.append([(prompt_builder(observation), action) for action in actions])
@@ -162,6 +184,7 @@ def format_warm_start(
     preamble: Callable[[dict[str, Any]], str] | None = None,
     shapes: str | None = None,
     plan: bool = False,
+    shape_word: bool = False,
     on_step: Callable[[int, float], None] | None = None,
 ) -> Any:
     """Fine-tunes ``model_path`` on rendered valid workflows and returns the merged model.
@@ -182,6 +205,7 @@ def format_warm_start(
             :func:`warm_start_rows`).
         shapes: A key of :data:`WARM_START_SHAPES` (see :func:`warm_start_rows`).
         plan: Name the workers before the lists (see :func:`warm_start_rows`).
+        shape_word: Name the workflow's shape before the plan (see :func:`warm_start_rows`).
         on_step: Called after every step with its number (1-based) and loss (e.g. a progress bar).
 
     Returns:
@@ -200,7 +224,7 @@ def format_warm_start(
     base = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).to(device)
     model = get_peft_model(base, lora_config(model_path, r=lora_r, alpha=2 * lora_r, top_layers=lora_top_layers))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=learning_rate)
-    groups = warm_start_rows(factory, limit=limit, seed=seed, prompt_builder=prompt_builder, subtask=subtask, preamble=preamble, shapes=shapes, plan=plan)
+    groups = warm_start_rows(factory, limit=limit, seed=seed, prompt_builder=prompt_builder, subtask=subtask, preamble=preamble, shapes=shapes, plan=plan, shape_word=shape_word)
     order = random.Random(seed)
     model.train()
     losses = []

@@ -87,6 +87,9 @@ class GRPORecipe:
         format_warmup_plan: Write ``Plan: <worker names>.`` before the warm start targets' lists,
             so the model chooses workers by name and learns to write their shown ids (sub-pools
             renumber them); see :func:`conductor_env.agents.warmstart.warm_start_rows`.
+        format_warmup_shape_word: Write ``Shape: <single|judge|verify>.`` before the plan, so
+            the model chooses the workflow's shape in one word right after the domain line,
+            before it names any worker.
         heldout_questions: Questions of ``heldout_split`` on which the model is evaluated before
             and after GRPO (0: no held-out evaluation, as in the paper).
         heldout_split: The held-out split.
@@ -128,6 +131,7 @@ class GRPORecipe:
     format_warmup_preamble: bool = False
     format_warmup_shapes: str | None = None
     format_warmup_plan: bool = False
+    format_warmup_shape_word: bool = False
     heldout_questions: int = 0
     heldout_split: str = "validation"
     heldout_samples: int = 2

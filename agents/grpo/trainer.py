@@ -215,6 +215,7 @@ def _format_warm_start(
             preamble=(lambda info: f"Domain: {info['domain']}.") if recipe.format_warmup_preamble else None,
             shapes=recipe.format_warmup_shapes,
             plan=recipe.format_warmup_plan,
+            shape_word=recipe.format_warmup_shape_word,
             on_step=warm_bar.step if warm_bar is not None else None,
         )
     finally:

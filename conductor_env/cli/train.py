@@ -20,7 +20,7 @@ _RECIPE_FLAGS = (
     "num_generations", "per_device_batch_size", "learning_rate", "lr_scheduler_type", "warmup_ratio",
     "epsilon", "beta", "loss_type", "scale_rewards", "max_completion_length", "temperature",
     "round_discount", "reward_draws", "lora_r", "lora_alpha", "lora_top_layers", "format_warmup_steps", "format_warmup_lr",
-    "heldout_questions", "seed", "logging_steps", "save_steps",
+    "format_warmup_shape_word", "heldout_questions", "seed", "logging_steps", "save_steps",
 )  # fmt: skip
 
 
@@ -152,6 +152,10 @@ def _add_recipe_arguments(grpo: argparse.ArgumentParser) -> None:
     vllm.add_argument("--no-vllm", dest="use_vllm", action="store_const", const=False, help="generate with transformers")
     add("--format-warmup-steps", type=int, default=unset, help=f"supervised format warm start steps before GRPO, not in the paper ({_default('format_warmup_steps')})")
     add("--format-warmup-lr", type=float, default=unset, help=_default("format_warmup_lr"))
+    add(
+        "--format-warmup-shape-word", action=argparse.BooleanOptionalAction, default=unset,
+        help=f"warm start targets name their workflow's shape (Shape: single|judge|verify.) before the plan ({_default('format_warmup_shape_word')})",
+    )
     add("--heldout-questions", type=int, default=unset, help=f"validation questions scored before and after GRPO, 0: none ({_default('heldout_questions')})")
     add("--seed", type=int, default=unset, help=_default("seed"))
     add("--logging-steps", type=int, default=unset, help=_default("logging_steps"))

@@ -16,7 +16,7 @@ from conductor_env.agents.baselines import build_workflow
 from conductor_env.agents.grpo.recipe import recipe_from_settings
 from conductor_env.agents.grpo.reward import EnvFactory
 from conductor_env.agents.profiles import ORCHESTRA_POOL, RECIPES, recipe_settings
-from conductor_env.agents.warmstart import WARM_START_SHAPES, warm_start_rows
+from conductor_env.agents.warmstart import WARM_START_SHAPES, shape_label, warm_start_rows
 from conductor_env.workflow import parse_workflow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,6 +77,32 @@ def test_the_warm_start_writes_every_shape_once_by_name_whatever_the_ids(recipe)
         assert plans == expected
         assert {len(p) for p in plans} == {1, 2, 3}  # single calls and multi-step shapes, uniformly
     assert len(orders) > 2  # sub-pools renumber the workers, and the targets follow them
+
+
+def test_shape_labels_follow_the_structure_not_the_workers():
+    assert [shape_label(shape) for shape in WARM_START_SHAPES["orchestrate"]] == ["single"] * 3 + ["judge"] * 2 + ["verify"]
+    assert shape_label(((0, None, False), (1, None, True), (2, None, True))) == "chain"  # a step reads before the last
+    assert shape_label(((0, None, False), (1, None, False))) == "chain"  # nobody reads: not a verification
+
+
+def test_the_shape_word_comes_first_on_the_plan_line_and_names_the_shape_written(recipe):
+    factory = EnvFactory(recipe.setup)
+    try:
+        groups = warm_start_rows(
+            factory, limit=6, seed=5, subtask="Solve it.", preamble=lambda info: f"Domain: {info['domain']}.", shapes="orchestrate", plan=True, shape_word=True
+        )
+    finally:
+        factory.close()
+    for group in groups:
+        names = shown_names(group[0][0])
+        words = []
+        for _, action in group:
+            match = re.match(r"Domain: \w+\. Shape: (\w+)\. Plan: ([\w=, ]+)\.\n", action)
+            assert match is not None, action
+            steps = parse_workflow(action, num_workers=3, max_steps=3).steps
+            assert match.group(2).split(", ") == [f"{names[s.worker]}={s.worker}" for s in steps]
+            words.append(match.group(1))
+        assert words == ["single"] * 3 + ["judge"] * 2 + ["verify"]
 
 
 def test_the_oracle_prefers_a_different_workflow_per_domain_and_beats_every_fixed_baseline():
