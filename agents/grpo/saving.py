@@ -31,6 +31,8 @@ class GRPORun:
         heldout_after: Held-out mean reward after GRPO, when measured.
         curve_path: The reward curve PNG, when drawn.
         warnings: The progress warnings printed during the run.
+        interrupted_at_step: The optimizer steps done when the run was interrupted (Ctrl-C);
+            ``None`` when it ran to the end. An interrupted run still saves its model and episodes.
     """
 
     rewards: list[float]
@@ -41,6 +43,7 @@ class GRPORun:
     heldout_after: Any = None
     curve_path: str | None = None
     warnings: list[str] = field(default_factory=list)
+    interrupted_at_step: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Returns a JSON-friendly summary."""
@@ -50,6 +53,7 @@ class GRPORun:
             "heldout_before": asdict(self.heldout_before) if self.heldout_before is not None else None,
             "heldout_after": asdict(self.heldout_after) if self.heldout_after is not None else None,
             "warnings": self.warnings,
+            "interrupted_at_step": self.interrupted_at_step,
             "log_history": self.log_history,
             "episodes": [asdict(r) for r in self.records],
         }

@@ -123,7 +123,8 @@ def train_grpo(
 
     Returns:
         The reward curve, TRL's log, the final model folder, every rewarded episode and the
-        held-out figures; the same summary is written to ``<output_dir>/rewards.json`` and the
+        held-out figures (an interrupt, Ctrl-C, ends training early and still saves all of them,
+        without the held-out evaluation after GRPO); the same summary is written to ``<output_dir>/rewards.json`` and the
         curve to ``<output_dir>/reward_curve.png``.
     """
     tell = say or (lambda line: None)
@@ -143,15 +144,20 @@ def train_grpo(
             tell(f"held-out reward before GRPO: {len(rows)} {recipe.heldout_split} questions x {recipe.heldout_samples} samples")
             before = _evaluate_heldout(trainer, recipe, heldout_factory, rows)
             tell(f"held-out before GRPO: mean reward {before.mean_reward:.3f}, parse rate {before.parse_rate:.0%}")
+        interrupted = None
         try:
             trainer.train()
+        except KeyboardInterrupt:
+            # Hours of sampled episodes are worth keeping: save what the run has learned so far.
+            interrupted = trainer.state.global_step
+            tell(f"interrupted after {interrupted} of {recipe.max_steps} steps: saving the model and the episodes so far")
         finally:
             if bar is not None:
                 bar.close()
-        if heldout_factory is not None:
+        if heldout_factory is not None and interrupted is None:
             after = _evaluate_heldout(trainer, recipe, heldout_factory, rows)
             tell(f"held-out after GRPO: mean reward {after.mean_reward:.3f}, parse rate {after.parse_rate:.0%}")
-        return _save_run(trainer, reward, recipe, before=before, after=after, bar=bar)
+        return _save_run(trainer, reward, recipe, before=before, after=after, bar=bar, interrupted=interrupted)
     finally:
         factory.close()
         if heldout_factory is not None:
@@ -253,7 +259,7 @@ def _evaluate_heldout(trainer: Any, recipe: GRPORecipe, heldout_factory: EnvFact
     )
 
 
-def _save_run(trainer: Any, reward: ConductorReward, recipe: GRPORecipe, *, before: Any, after: Any, bar: Any) -> GRPORun:
+def _save_run(trainer: Any, reward: ConductorReward, recipe: GRPORecipe, *, before: Any, after: Any, bar: Any, interrupted: int | None = None) -> GRPORun:
     """Saves the trained Conductor, draws the reward curve and writes ``rewards.json``."""
     output = Path(recipe.output_dir)
     final_dir = output / "final"
@@ -281,6 +287,7 @@ def _save_run(trainer: Any, reward: ConductorReward, recipe: GRPORecipe, *, befo
         heldout_after=after,
         curve_path=curve_path,
         warnings=list(bar.warnings) if bar is not None else [],
+        interrupted_at_step=interrupted,
     )
     (output / "rewards.json").write_text(json.dumps(run.to_json(), indent=1, default=str), encoding="utf-8")
     return run

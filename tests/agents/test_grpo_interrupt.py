@@ -1,0 +1,44 @@
+"""Ctrl-C during GRPO ends the run early and keeps its work: the model so far, every rewarded
+episode and the reward curve, written as for a finished run, with the step it stopped at."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+from transformers import TrainerCallback
+
+import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.agents.grpo.recipe import GRPORecipe
+from conductor_env.agents.grpo.trainer import train_grpo
+from conductor_env.envs import EnvSetup
+
+SMALL_RG = {"datasets": ["basic_arithmetic", "spell_backward"], "size": 3}
+
+
+class InterruptAfterFirstStep(TrainerCallback):
+    """Sends this process a real SIGINT (what Ctrl-C sends) as the second optimizer step begins."""
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if state.global_step == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_saves_its_model_and_episodes(tmp_path):
+    recipe = GRPORecipe(
+        model="gemma3-270m",
+        setup=EnvSetup.from_id("Conductor-RG-v0", pool="simulated", split="train", suite_options=SMALL_RG, examples="none"),
+        problems=4, output_dir=str(tmp_path), max_steps=5, questions_per_step=1, num_generations=2,
+        max_completion_length=16, lora_r=8, lora_top_layers=2, learning_rate=1e-5,
+    )
+    lines: list[str] = []
+    run = train_grpo(recipe, callbacks=[InterruptAfterFirstStep()], say=lines.append)
+    assert run.interrupted_at_step == 1
+    assert any("interrupted after 1 of 5 steps" in line for line in lines)
+    assert len(run.records) == 2 and {r.step for r in run.records} == {0}  # one step of 1 question x 2 samples
+    saved = json.loads((tmp_path / "rewards.json").read_text())
+    assert saved["interrupted_at_step"] == 1 and len(saved["episodes"]) == 2 and len(saved["rewards"]) == 1
+    assert (tmp_path / "final" / "config.json").is_file()  # the model so far loads as a Conductor folder
