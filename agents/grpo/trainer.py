@@ -10,10 +10,13 @@ after (:mod:`conductor_env.agents.heldout`), the training with an optional progr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import signal
+import threading
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from conductor_env.agents.base import Policy
 from conductor_env.agents.grpo.data import build_dataset
@@ -123,8 +126,8 @@ def train_grpo(
 
     Returns:
         The reward curve, TRL's log, the final model folder, every rewarded episode and the
-        held-out figures (an interrupt, Ctrl-C, ends training early and still saves all of them,
-        without the held-out evaluation after GRPO); the same summary is written to ``<output_dir>/rewards.json`` and the
+        held-out figures (an interrupt, Ctrl-C or SIGTERM, ends training early and still saves
+        all of them, without the held-out evaluation after GRPO); the same summary is written to ``<output_dir>/rewards.json`` and the
         curve to ``<output_dir>/reward_curve.png``.
     """
     tell = say or (lambda line: None)
@@ -146,7 +149,8 @@ def train_grpo(
             tell(f"held-out before GRPO: mean reward {before.mean_reward:.3f}, parse rate {before.parse_rate:.0%}")
         interrupted = None
         try:
-            trainer.train()
+            with _terminate_as_interrupt():
+                trainer.train()
         except KeyboardInterrupt:
             # Hours of sampled episodes are worth keeping: save what the run has learned so far.
             interrupted = trainer.state.global_step
@@ -162,6 +166,24 @@ def train_grpo(
         factory.close()
         if heldout_factory is not None:
             heldout_factory.close()
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM (``kill``, a batch scheduler's stop) raises KeyboardInterrupt as
+    Ctrl-C does, so the run saves its work; outside the main thread nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def save_warm_start(recipe: GRPORecipe, *, progress: bool = False, say: Callable[[str], None] | None = None) -> Path:

@@ -1,4 +1,4 @@
-"""Ctrl-C during GRPO ends the run early and keeps its work: the model so far, every rewarded
+"""Ctrl-C (or SIGTERM, a batch scheduler's stop) during GRPO ends the run early and keeps its work: the model so far, every rewarded
 episode and the reward curve, written as for a finished run, with the step it stopped at."""
 
 from __future__ import annotations
@@ -18,16 +18,20 @@ from conductor_env.envs import EnvSetup
 SMALL_RG = {"datasets": ["basic_arithmetic", "spell_backward"], "size": 3}
 
 
-class InterruptAfterFirstStep(TrainerCallback):
-    """Sends this process a real SIGINT (what Ctrl-C sends) as the second optimizer step begins."""
+class SignalAfterFirstStep(TrainerCallback):
+    """Sends this process a real signal as the second optimizer step begins."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
 
     def on_step_begin(self, args, state, control, **kwargs):
         if state.global_step == 1:
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), self.signum)
 
 
 @pytest.mark.slow
-def test_an_interrupted_run_saves_its_model_and_episodes(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_an_interrupted_run_saves_its_model_and_episodes(tmp_path, signum):
     recipe = GRPORecipe(
         model="gemma3-270m",
         setup=EnvSetup.from_id("Conductor-RG-v0", pool="simulated", split="train", suite_options=SMALL_RG, examples="none"),
@@ -35,10 +39,11 @@ def test_an_interrupted_run_saves_its_model_and_episodes(tmp_path):
         max_completion_length=16, lora_r=8, lora_top_layers=2, learning_rate=1e-5,
     )
     lines: list[str] = []
-    run = train_grpo(recipe, callbacks=[InterruptAfterFirstStep()], say=lines.append)
+    run = train_grpo(recipe, callbacks=[SignalAfterFirstStep(signum)], say=lines.append)
     assert run.interrupted_at_step == 1
     assert any("interrupted after 1 of 5 steps" in line for line in lines)
     assert len(run.records) == 2 and {r.step for r in run.records} == {0}  # one step of 1 question x 2 samples
     saved = json.loads((tmp_path / "rewards.json").read_text())
     assert saved["interrupted_at_step"] == 1 and len(saved["episodes"]) == 2 and len(saved["rewards"]) == 1
     assert (tmp_path / "final" / "config.json").is_file()  # the model so far loads as a Conductor folder
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler was only for training
