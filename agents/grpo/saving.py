@@ -31,7 +31,7 @@ class GRPORun:
         heldout_after: Held-out mean reward after GRPO, when measured.
         curve_path: The reward curve PNG, when drawn.
         warnings: The progress warnings printed during the run.
-        interrupted_at_step: The optimizer steps done when the run was interrupted (Ctrl-C);
+        interrupted_at_step: The optimizer steps done when the run was interrupted (Ctrl-C or SIGTERM);
             ``None`` when it ran to the end. An interrupted run still saves its model and episodes.
     """
 

@@ -126,9 +126,9 @@ def train_grpo(
 
     Returns:
         The reward curve, TRL's log, the final model folder, every rewarded episode and the
-        held-out figures (an interrupt, Ctrl-C or SIGTERM, ends training early and still saves
-        all of them, without the held-out evaluation after GRPO); the same summary is written to ``<output_dir>/rewards.json`` and the
-        curve to ``<output_dir>/reward_curve.png``.
+        held-out figures; the same summary is written to ``<output_dir>/rewards.json`` and the
+        curve to ``<output_dir>/reward_curve.png``. An interrupt (Ctrl-C or SIGTERM) ends
+        training early and still saves all of them, without the held-out evaluation after GRPO.
     """
     tell = say or (lambda line: None)
     make_factory = env_factory or EnvFactory
