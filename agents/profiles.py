@@ -154,8 +154,21 @@ ORCHESTRATE_RECIPE = Profile(
     },
 )
 
+#: The ``orchestra`` pool with a larger payoff for orchestrating (docs/ORCHESTRATION.md).
+ORCHESTRA_JUDGE_POOL = str(importlib.resources.files("conductor_env.pools") / "orchestra-judge.toml")
+
+#: ``--recipe orchestrate-judge``: ``orchestrate`` on the ``orchestra-judge`` pool, and nothing
+#: else changed. There no single call is good on math (40% at best), so two cheap attempts and
+#: the checker judging them beat the best single call by 0.142 of reward on math (0.083 on
+#: ``orchestra``), about half of what routing reasoning to its specialist gains.
+ORCHESTRATE_JUDGE_RECIPE = Profile(
+    "orchestrate-judge",
+    "the orchestrate recipe on the orchestra-judge pool (no single call is good on math; two cheap attempts and a judge are)",
+    {**ORCHESTRATE_RECIPE.settings, "pool": ORCHESTRA_JUDGE_POOL},
+)
+
 #: Recipes by name (``--recipe``).
-RECIPES: dict[str, Profile] = {"paper": PAPER_RECIPE, "orchestrate": ORCHESTRATE_RECIPE}
+RECIPES: dict[str, Profile] = {p.name: p for p in (PAPER_RECIPE, ORCHESTRATE_RECIPE, ORCHESTRATE_JUDGE_RECIPE)}
 
 
 class RequirementError(ValueError):

@@ -10,7 +10,10 @@ table), beside the closed-form oracle (``benchmarks/oracle_orchestration.py``). 
 is computed per episode for the workers it shows.
 
     python benchmarks/bench_orchestration.py --out /tmp/orch/eval [--trained NAME=DIR ...] [--seed 0]
-        [--subpool-size 2] [--samples 2] [--json FILE]
+        [--subpool-size 2] [--samples 2] [--pool orchestra-judge] [--json FILE]
+
+``--pool`` takes the pool of the ``orchestrate-judge`` recipe (or any simulated pool file) instead of
+``orchestra``; the oracle and the closed-form check follow it.
 """
 
 from __future__ import annotations
@@ -237,15 +240,15 @@ def rounds_summary(results: str) -> dict[str, Any]:
     return summary
 
 
-def check_closed_form(out: str, *, seed: int = 7, samples: int = 10) -> dict[str, Any]:
+def check_closed_form(out: str, *, seed: int = 7, samples: int = 10, pool: str = POOL) -> dict[str, Any]:
     """Plays every deterministic baseline ``samples`` times per held-out question and compares its
     per-domain mean reward with the closed form (``oracle_orchestration.oracle_report``)."""
     from oracle_orchestration import oracle_report
 
     policies = [b for b in BASELINES if b != "random"]
-    subprocess.run(eval_command(out, policies, seed=seed, n=120, subpool_size=None, samples=samples), check=True, capture_output=True)
-    simulated = summarize(str(Path(out) / "results.jsonl"))
-    closed = oracle_report()["domains"]
+    subprocess.run(eval_command(out, policies, seed=seed, n=120, subpool_size=None, pool=pool, samples=samples), check=True, capture_output=True)
+    simulated = summarize(str(Path(out) / "results.jsonl"), pool)
+    closed = oracle_report(pool)["domains"]
     rows = {}
     for policy in policies:
         for domain, d in simulated[policy]["domains"].items():
@@ -264,11 +267,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--subpool-size", type=int, default=None)
     parser.add_argument("--samples", type=int, default=1, help="episodes per question and policy (narrower intervals)")
     parser.add_argument("--max-rounds", type=int, default=1, help="rounds per episode (2: also print what the second round changed)")
+    parser.add_argument("--pool", default=POOL, help="simulated pool preset or .toml path (default: the orchestra pool)")
     parser.add_argument("--json", default=None)
     parser.add_argument("--check-closed-form", action="store_true", help="compare the baselines' simulated rewards with the closed form instead")
     args = parser.parse_args(argv)
     if args.check_closed_form:
-        rows = check_closed_form(args.out, seed=args.seed)
+        rows = check_closed_form(args.out, seed=args.seed, pool=args.pool)
         for name, row in rows.items():
             print(f"{name:<40} n={row['n']}  simulated {row['simulated']:.3f}  closed form {row['closed_form']:.3f}  difference {row['difference']:+.3f}")
         if args.json:
@@ -276,10 +280,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     policies = [] if args.no_baselines else list(BASELINES)
     policies += [f"llm:{spec.split('=', 1)[1]}" for spec in args.trained]
-    subprocess.run(eval_command(args.out, policies, seed=args.seed, n=args.n, subpool_size=args.subpool_size, samples=args.samples, max_rounds=args.max_rounds), check=True)
-    summary = summarize(str(Path(args.out) / "results.jsonl"))
+    subprocess.run(eval_command(args.out, policies, seed=args.seed, n=args.n, subpool_size=args.subpool_size, pool=args.pool, samples=args.samples, max_rounds=args.max_rounds), check=True)
+    summary = summarize(str(Path(args.out) / "results.jsonl"), args.pool)
     print(markdown(summary))
-    report: dict[str, Any] = {"seed": args.seed, "subpool_size": args.subpool_size, "samples": args.samples, "policies": summary}
+    report: dict[str, Any] = {"seed": args.seed, "pool": args.pool, "subpool_size": args.subpool_size, "samples": args.samples, "policies": summary}
     if args.max_rounds > 1:
         report["second_round"] = rounds_summary(str(Path(args.out) / "results.jsonl"))
         print(json.dumps(report["second_round"], indent=1))

@@ -121,9 +121,11 @@ def test_the_oracle_prefers_a_different_workflow_per_domain_and_beats_every_fixe
     assert oracle.p_correct(((0, False), (0, False), (2, True)), workers, "math") == pytest.approx(p_any * 0.97 + (1 - p_any) * 0.2)
 
 
-def test_the_closed_form_matches_episodes_played_in_the_env(recipe):
+@pytest.mark.parametrize("recipe_name", ["orchestrate", "orchestrate-judge"])
+def test_the_closed_form_matches_episodes_played_in_the_env(recipe_name):
     oracle = oracle_module()
-    workers = oracle.worker_table(ORCHESTRA_POOL)
+    recipe = recipe_from_settings(recipe_settings(RECIPES[recipe_name], {"suite_options": {"size": 10}}))
+    workers = oracle.worker_table(str(recipe.setup.pool))
     plans = {"single-flash": ((0, False),), "judge": ((0, False), (0, False), (2, True)), "verify": ((1, False), (2, True))}
     env = recipe.setup.replace(subpool_size=None).make()  # the whole pool in canonical order: ids 0 1 2
     totals: dict[tuple[str, str], list[float]] = defaultdict(list)
