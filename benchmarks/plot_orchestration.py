@@ -6,6 +6,8 @@ the share of groups whose samples all scored the same. The horizontal lines are 
 expectations of the oracle, of perfect single-call routing and of the best fixed baseline::
 
     python benchmarks/plot_orchestration.py --out benchmarks/results/orchestration_curves.png seed0=RUN0 seed1=RUN1 ...
+
+``--pool orchestra-judge`` draws the expectations of that pool (the ``orchestrate-judge`` recipe's runs).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from oracle_orchestration import oracle_report  # noqa: E402
+from oracle_orchestration import POOL, oracle_report  # noqa: E402
 
 
 def per_step(run_dir: str, key: str) -> list[float]:
@@ -34,8 +36,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", metavar="NAME=RUN_DIR")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--pool", default=POOL, help="the runs' simulated pool (preset or .toml path; default: orchestra)")
     args = parser.parse_args(argv)
-    means = oracle_report()["mean_over_domains"]
+    means = oracle_report(args.pool)["mean_over_domains"]
     best_baseline = max(v for k, v in means.items() if k not in ("oracle", "routing_oracle"))
     fig, (rewards, flat) = plt.subplots(1, 2, figsize=(12, 4.5))
     for spec in args.runs:
