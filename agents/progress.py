@@ -1,8 +1,9 @@
 """Readable progress of a GRPO run: a rich progress bar, warnings with their likely fix, a reward curve.
 
 Each optimizer step TRL logs the env's mean reward, the parse rate (``conductor/parse_rate``,
-from :class:`~conductor_env.agents.grpo.reward.ConductorReward`) and ``frac_reward_zero_std``, the share
-of GRPO groups whose completions all got the same reward. Such a group has advantage 0 for every
+from :class:`~conductor_env.agents.grpo.reward.ConductorReward`) and the share of GRPO groups
+whose completions all got the same reward (``conductor/identical_groups``, from the same reward;
+TRL's ``frac_reward_zero_std`` where it is absent). Such a group has advantage 0 for every
 completion: it teaches nothing. :class:`StepWatch` turns a run of bad steps into a warning that
 names the likely fix; :class:`RichProgress` shows the figures on a progress bar and prints the
 warnings; :func:`plot_reward_curve` draws the run's reward curve beside its checkpoints.
@@ -16,6 +17,12 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 REWARD_KEY = "rewards/conductor_env/mean"
+
+#: The share of GRPO groups whose completions all got the same reward, logged by the env reward
+#: (``agents/grpo/reward.py``). TRL's own ``frac_reward_zero_std`` measures the batch's spread
+#: instead of each group's under ``scale_rewards="batch"``, so it reads 0 there even when every
+#: group is identical; this key is right under any scaling.
+IDENTICAL_GROUPS_KEY = "conductor/identical_groups"
 
 
 @dataclass(frozen=True)
@@ -51,7 +58,7 @@ class StepStats:
             step=step,
             reward=float(reward) if not math.isnan(reward) else 0.0,
             parse_rate=number("conductor/parse_rate"),
-            identical_share=number("frac_reward_zero_std"),
+            identical_share=number(IDENTICAL_GROUPS_KEY) if IDENTICAL_GROUPS_KEY in logs else number("frac_reward_zero_std"),
             clipped_share=number("completions/clipped_ratio"),
         )
 

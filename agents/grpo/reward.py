@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 from conductor_env.agents.base import Policy
 from conductor_env.agents.episode import PlayedEpisode, PolicyBatcher, play
+from conductor_env.agents.progress import IDENTICAL_GROUPS_KEY
 from conductor_env.env import ConductorEnv
 from conductor_env.envs.setup import EnvSetup
 from conductor_env.event_loop import run_sync
@@ -124,6 +125,24 @@ class EpisodeRecord:
     worker_map: dict[int, str] = field(default_factory=dict)
 
 
+def identical_group_share(groups: Sequence[Any], rewards: Sequence[float | None]) -> float:
+    """The share of groups (completions of one prompt) whose scored rewards are all equal.
+
+    Args:
+        groups: Each completion's group key (its ``(problem_id, episode_seed)``).
+        rewards: Each completion's reward; ``None`` (an infra error) is left out.
+
+    Returns:
+        The share among groups with at least two scored completions (0.0 when there are none).
+    """
+    by_group: dict[Any, list[float]] = {}
+    for key, reward in zip(groups, rewards):
+        if reward is not None:
+            by_group.setdefault(key, []).append(reward)
+    sized = [values for values in by_group.values() if len(values) > 1]
+    return sum(max(v) - min(v) <= 1e-9 for v in sized) / len(sized) if sized else 0.0
+
+
 class ConductorReward:
     """A TRL reward function that plays each completion as the action of a Conductor episode.
 
@@ -195,6 +214,7 @@ class ConductorReward:
             log_metric("conductor/accuracy", sum(r.accuracy for r in scored) / max(1, len(scored)))
             log_metric("conductor/infra_errors", float(len(actions) - len(scored)))
             log_metric("conductor/cost_usd", sum(r.cost_usd for r in scored) / max(1, len(scored)))
+            log_metric(IDENTICAL_GROUPS_KEY, identical_group_share(list(zip(problem_id, episode_seed)), rewards))
         return rewards
 
     def _play_draws(self, actions: list[str], problem_ids: list[str], seeds: list[int]) -> list[list[Outcome]]:

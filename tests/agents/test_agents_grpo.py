@@ -96,6 +96,20 @@ def test_reward_is_the_envs_and_infra_errors_are_none(factory):
     assert logged["conductor/parse_rate"] == pytest.approx(3 / 4)
     assert logged["conductor/accuracy"] == pytest.approx(2 / 4)
     assert logged["conductor/infra_errors"] == 1.0
+    assert logged["conductor/identical_groups"] == 0.0  # one group, and its scored rewards differ
+
+
+def test_identical_groups_are_counted_per_group_whatever_the_batch_spread():
+    """TRL's ``frac_reward_zero_std`` reads the batch's spread under ``scale_rewards="batch"``; the
+    reward's own count must still see two collapsed groups among three."""
+    from conductor_env.agents.grpo.reward import identical_group_share
+
+    groups = [("a", 1)] * 3 + [("b", 2)] * 3 + [("c", 3)] * 3
+    rewards = [0.9, 0.9, 0.9, 0.2, 0.2, 0.2, 0.5, 1.0, 0.5]
+    assert identical_group_share(groups, rewards) == pytest.approx(2 / 3)
+    # An infra error (None) is left out; a group with one scored completion carries no comparison.
+    assert identical_group_share([("a", 1), ("a", 1), ("b", 2), ("b", 2)], [0.5, None, 0.4, 0.4]) == 1.0
+    assert identical_group_share([], []) == 0.0
 
 
 def test_the_package_re_exports_the_public_api():

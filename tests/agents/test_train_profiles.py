@@ -98,6 +98,8 @@ def test_step_stats_read_trls_log_and_the_bar_prints_warnings(tmp_path):
     log = {"rewards/conductor_env/mean": 0.5, "conductor/parse_rate": 0.0, "frac_reward_zero_std": 1.0, "completions/clipped_ratio": 1.0}
     assert StepStats.from_log(4, log) == StepStats(4, 0.5, 0.0, 1.0, 1.0)
     assert StepStats.from_log(4, {"train_runtime": 12.0}) is None
+    # The reward's per-group count wins over TRL's, which reads 0 under scale_rewards="batch".
+    assert StepStats.from_log(4, {**log, "frac_reward_zero_std": 0.0, "conductor/identical_groups": 0.5}).identical_share == 0.5
     out = io.StringIO()
     bar = RichProgress(5, console=Console(file=out, width=200))
     state = SimpleNamespace(global_step=0)
