@@ -157,14 +157,20 @@ ORCHESTRATE_RECIPE = Profile(
 #: The ``orchestra`` pool with a larger payoff for orchestrating (docs/ORCHESTRATION.md).
 ORCHESTRA_JUDGE_POOL = str(importlib.resources.files("conductor_env.pools") / "orchestra-judge.toml")
 
-#: ``--recipe orchestrate-judge``: ``orchestrate`` on the ``orchestra-judge`` pool, and nothing
-#: else changed. There no single call is good on math (40% at best), so two cheap attempts and
-#: the checker judging them beat the best single call by 0.142 of reward on math (0.083 on
-#: ``orchestra``), about half of what routing reasoning to its specialist gains.
+#: ``--recipe orchestrate-judge``: ``orchestrate`` on the ``orchestra-judge`` pool, with
+#: advantages divided by the batch's spread instead of each group's, for 30 steps. There no
+#: single call is good on math (40% at best), so two cheap attempts and the checker judging them
+#: beat the best single call by 0.142 of reward on math (0.083 on ``orchestra``), about half of
+#: what routing reasoning to its specialist gains. The choice between one call and more steps is
+#: one token shared by every domain; divided by each group's spread, a language group's small
+#: loss from extra steps weighs as much as math's large gain and the domains cancel (run I in
+#: BENCHMARKS.md: no seed learned routing or the judge); divided by the batch's, each domain
+#: weighs by what it gains or loses (run I': routing on one seed, the judge workflow on all
+#: domains on two).
 ORCHESTRATE_JUDGE_RECIPE = Profile(
     "orchestrate-judge",
-    "the orchestrate recipe on the orchestra-judge pool (no single call is good on math; two cheap attempts and a judge are)",
-    {**ORCHESTRATE_RECIPE.settings, "pool": ORCHESTRA_JUDGE_POOL},
+    "the orchestrate recipe on the orchestra-judge pool (no single call is good on math; two cheap attempts and a judge are), batch-scaled advantages, 30 steps",
+    {**ORCHESTRATE_RECIPE.settings, "pool": ORCHESTRA_JUDGE_POOL, "scale_rewards": "batch", "max_steps": 30},
 )
 
 #: Recipes by name (``--recipe``).

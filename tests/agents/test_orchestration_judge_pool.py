@@ -26,6 +26,8 @@ def oracle():
 def test_the_recipe_is_orchestrate_on_another_pool():
     judge, plain = recipe_settings(RECIPES["orchestrate-judge"], {}), recipe_settings(RECIPES["orchestrate"], {})
     assert Path(judge.pop("pool")) == Path(ORCHESTRA_JUDGE_POOL) and Path(plain.pop("pool")) == Path(ORCHESTRA_POOL)
+    assert (judge.pop("scale_rewards"), judge.pop("max_steps")) == ("batch", 30)
+    assert plain.pop("max_steps") == 40 and "scale_rewards" not in plain
     assert judge == plain
     assert [spec.name for spec in load_pool("orchestra-judge").specs] == ["flash", "solver", "checker"]  # the preset name loads it
 
