@@ -2,7 +2,9 @@
 
 Each run's ``rewards.json`` (written by ``conductor-env train grpo``) holds TRL's per-step log:
 the batch mean env reward (each completion's reward is already the mean of its worker draws) and
-the share of groups whose samples all scored the same. The horizontal lines are the closed-form
+the share of groups whose samples all scored the same (the env reward's own count; for runs that
+predate it, counted from the saved episodes, since TRL's ``frac_reward_zero_std`` measures the
+batch's spread under ``scale_rewards="batch"``). The horizontal lines are the closed-form
 expectations of the oracle, of perfect single-call routing and of the best fixed baseline::
 
     python benchmarks/plot_orchestration.py --out benchmarks/results/orchestration_curves.png seed0=RUN0 seed1=RUN1 ...
@@ -20,11 +22,31 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle_orchestration import POOL, oracle_report  # noqa: E402
 
+from conductor_env.agents.grpo.reward import identical_group_share  # noqa: E402
+
 
 def per_step(run_dir: str, key: str) -> list[float]:
     """The values TRL logged under ``key``, one per optimizer step."""
     log = json.loads((Path(run_dir) / "rewards.json").read_text(encoding="utf-8"))["log_history"]
     return [float(entry[key]) for entry in log if key in entry]
+
+
+def identical_groups(run_dir: str) -> list[float]:
+    """The share of groups whose samples all scored the same, one value per optimizer step."""
+    logged = per_step(run_dir, "conductor/identical_groups")
+    if logged:
+        return logged
+    saved = json.loads((Path(run_dir) / "rewards.json").read_text(encoding="utf-8"))
+    episodes = saved.get("episodes", [])
+    if not episodes:
+        return per_step(run_dir, "frac_reward_zero_std")
+    steps = sorted({episode["step"] for episode in episodes})
+    return [
+        identical_group_share(
+            [e["problem_id"] for e in episodes if e["step"] == step], [e["reward"] for e in episodes if e["step"] == step]
+        )
+        for step in steps
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -45,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
         name, run_dir = spec.split("=", 1)
         values = per_step(run_dir, "rewards/conductor_env/mean")
         rewards.plot(range(1, len(values) + 1), values, marker="o", ms=3, label=name)
-        zero = per_step(run_dir, "frac_reward_zero_std")
+        zero = identical_groups(run_dir)
         flat.plot(range(1, len(zero) + 1), zero, marker="o", ms=3, label=name)
     for value, label, colour in ((means["oracle"], "oracle", "#2a2"), (means["routing_oracle"], "best single call per domain", "#27c"), (best_baseline, "best fixed baseline", "#c44")):
         rewards.axhline(value, color=colour, ls="--", lw=1, label=f"{label} {value:.3f}")
