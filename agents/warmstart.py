@@ -71,9 +71,37 @@ def shape_label(shape: Shape) -> str:
     return "chain"
 
 
-def _targets(observation: dict[str, Any], shown: dict[str, int], pool_names: list[str], subtask: str, shapes: "tuple[Shape, ...] | None") -> list[tuple[str, str, str]]:
-    """The target workflows for one observation, each with its shape's name and its plan (the
-    workers' ``name=id`` in step order).
+#: How a plan line orders a workflow's workers (``warm_start_rows(plan_order=...)``).
+PLAN_ORDERS = ("steps", "answer-first")
+
+
+def plan_text(shape: Shape, names: list[str], ids: list[int], order: str = "steps") -> str:
+    """Writes a shape's plan: its workers as ``name=id``.
+
+    Args:
+        shape: The shape's steps.
+        names: The worker name of each step.
+        ids: The id each step's worker is shown under.
+        order: ``steps``: in step order (``flash=0, flash=0, checker=2``). ``answer-first``: the
+            last step, whose answer is the workflow's, first, then ``reads`` (or ``after`` when it
+            reads nothing) and the earlier steps in order (``checker=2 reads flash=0, flash=0``),
+            so the plan's first word is the worker who answers and the shape is chosen with it.
+
+    Returns:
+        The plan, without the ``Plan:`` prefix or a final period.
+    """
+    if order not in PLAN_ORDERS:
+        raise ValueError(f"unknown plan order {order!r}; use one of {list(PLAN_ORDERS)}")
+    pairs = [f"{name}={worker_id}" for name, worker_id in zip(names, ids)]
+    if order == "steps" or len(pairs) == 1:
+        return ", ".join(pairs)
+    link = "reads" if shape[-1][2] else "after"
+    return f"{pairs[-1]} {link} {', '.join(pairs[:-1])}"
+
+
+def _targets(observation: dict[str, Any], shown: dict[str, int], pool_names: list[str], subtask: str, shapes: "tuple[Shape, ...] | None", plan_order: str = "steps") -> list[tuple[str, str, str]]:
+    """The target workflows for one observation, each with its shape's name and its plan
+    (:func:`plan_text` in ``plan_order``).
 
     One single-step workflow per shown worker when ``shapes`` is ``None``, else one per shape
     whose workers are all shown.
@@ -86,7 +114,7 @@ def _targets(observation: dict[str, Any], shown: dict[str, int], pool_names: lis
         names = [pool_names[w] if w < len(pool_names) else "" for w, _, _ in shape]
         if all(name in shown for name in names):
             workflow = build_workflow([(shown[name], text or subtask, sees) for name, (_, text, sees) in zip(names, shape)])
-            targets.append((shape_label(shape), ", ".join(f"{name}={shown[name]}" for name in names), workflow.render()))
+            targets.append((shape_label(shape), plan_text(shape, names, [shown[name] for name in names], plan_order), workflow.render()))
     return targets
 
 
@@ -101,6 +129,7 @@ def warm_start_rows(
     shapes: str | None = None,
     plan: bool = False,
     shape_word: bool = False,
+    plan_order: str = "steps",
 ) -> list[list[tuple[str, str]]]:
     """Returns, per problem, ``(prompt, workflow text)`` pairs: one single-step workflow per shown worker.
 
@@ -121,7 +150,13 @@ def warm_start_rows(
             lists, after the preamble on its line: the choice is then made in worker names, which
             mean the same in every sub-pool, each followed by its id as the ``roster`` prompt
             writes it, and the lists copy the ids.
+        shape_word: Write ``Shape: <name>.`` (:func:`shape_label`) before the plan.
+        plan_order: The plan's order of workers (:func:`plan_text`): ``steps``, or
+            ``answer-first`` (the answering worker, then the steps it reads), which makes the
+            plan's first word choose the workflow's shape as well as its answering worker.
     """
+    if plan_order not in PLAN_ORDERS:
+        raise ValueError(f"unknown plan order {plan_order!r}; use one of {list(PLAN_ORDERS)}")
     if shapes is not None and shapes not in WARM_START_SHAPES:
         raise ValueError(f"unknown warm-start shapes {shapes!r}; use one of {sorted(WARM_START_SHAPES)}")
     shape_set = WARM_START_SHAPES[shapes] if shapes is not None else None
@@ -136,7 +171,7 @@ def warm_start_rows(
         observation, info = env.reset(seed=seed + i, options={"problem_id": problem.id})
         shown = {name: worker_id for worker_id, name in info["worker_map"].items() if name != "conductor"}
         actions = []
-        for label, names, target in _targets(observation, shown, pool_names, subtask, shape_set):
+        for label, names, target in _targets(observation, shown, pool_names, subtask, shape_set, plan_order):
             lead = [preamble(info)] if preamble is not None else []
             lead += [f"Shape: {label}."] if shape_word else []
             lead += [f"Plan: {names}."] if plan else []
@@ -185,6 +220,7 @@ def format_warm_start(
     shapes: str | None = None,
     plan: bool = False,
     shape_word: bool = False,
+    plan_order: str = "steps",
     on_step: Callable[[int, float], None] | None = None,
 ) -> Any:
     """Fine-tunes ``model_path`` on rendered valid workflows and returns the merged model.
@@ -206,6 +242,7 @@ def format_warm_start(
         shapes: A key of :data:`WARM_START_SHAPES` (see :func:`warm_start_rows`).
         plan: Name the workers before the lists (see :func:`warm_start_rows`).
         shape_word: Name the workflow's shape before the plan (see :func:`warm_start_rows`).
+        plan_order: The plan's order of workers (see :func:`warm_start_rows`).
         on_step: Called after every step with its number (1-based) and loss (e.g. a progress bar).
 
     Returns:
@@ -224,7 +261,7 @@ def format_warm_start(
     base = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).to(device)
     model = get_peft_model(base, lora_config(model_path, r=lora_r, alpha=2 * lora_r, top_layers=lora_top_layers))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=learning_rate)
-    groups = warm_start_rows(factory, limit=limit, seed=seed, prompt_builder=prompt_builder, subtask=subtask, preamble=preamble, shapes=shapes, plan=plan, shape_word=shape_word)
+    groups = warm_start_rows(factory, limit=limit, seed=seed, prompt_builder=prompt_builder, subtask=subtask, preamble=preamble, shapes=shapes, plan=plan, shape_word=shape_word, plan_order=plan_order)
     order = random.Random(seed)
     model.train()
     losses = []

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any, Mapping
 
+from conductor_env.agents.warmstart import PLAN_ORDERS
 from conductor_env.envs.setup import EnvSetup
 from conductor_env.templates import load_template
 
@@ -90,6 +91,10 @@ class GRPORecipe:
         format_warmup_shape_word: Write ``Shape: <single|judge|verify>.`` before the plan, so
             the model chooses the workflow's shape in one word right after the domain line,
             before it names any worker.
+        format_warmup_plan_order: The plan's order of workers: ``steps``, or ``answer-first``
+            (the worker whose answer is the workflow's, then ``reads`` and the steps it reads),
+            so the plan's first word chooses the shape with the answering worker
+            (:func:`conductor_env.agents.warmstart.plan_text`).
         heldout_questions: Questions of ``heldout_split`` on which the model is evaluated before
             and after GRPO (0: no held-out evaluation, as in the paper).
         heldout_split: The held-out split.
@@ -132,6 +137,7 @@ class GRPORecipe:
     format_warmup_shapes: str | None = None
     format_warmup_plan: bool = False
     format_warmup_shape_word: bool = False
+    format_warmup_plan_order: str = "steps"
     heldout_questions: int = 0
     heldout_split: str = "validation"
     heldout_samples: int = 2
@@ -141,15 +147,18 @@ class GRPORecipe:
     trainer_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        """Refuses a Conductor template with a prefill.
+        """Refuses an unknown warm-start plan order and a Conductor template with a prefill.
 
         TRL's GRPOTrainer renders a conversational prompt with a fresh generation prompt, so a
         final assistant message would be closed instead of continued; and the completion it
         scores would lack the prefill the env must parse. Train with a template without one.
 
         Raises:
-            ValueError: For a Conductor template with a prefill.
+            ValueError: For an unknown ``format_warmup_plan_order`` or a Conductor template
+                with a prefill.
         """
+        if self.format_warmup_plan_order not in PLAN_ORDERS:
+            raise ValueError(f"unknown format_warmup_plan_order {self.format_warmup_plan_order!r}; use one of {list(PLAN_ORDERS)}")
         template = load_template(self.setup.options.conductor_template, "conductor")
         if template.prefill:
             raise ValueError(

@@ -244,6 +244,7 @@ def _format_warm_start(
             shapes=recipe.format_warmup_shapes,
             plan=recipe.format_warmup_plan,
             shape_word=recipe.format_warmup_shape_word,
+            plan_order=recipe.format_warmup_plan_order,
             on_step=warm_bar.step if warm_bar is not None else None,
         )
     finally:

@@ -20,7 +20,7 @@ _RECIPE_FLAGS = (
     "num_generations", "per_device_batch_size", "learning_rate", "lr_scheduler_type", "warmup_ratio",
     "epsilon", "beta", "loss_type", "scale_rewards", "max_completion_length", "temperature",
     "round_discount", "reward_draws", "lora_r", "lora_alpha", "lora_top_layers", "format_warmup_steps", "format_warmup_lr",
-    "format_warmup_shape_word", "heldout_questions", "seed", "logging_steps", "save_steps",
+    "format_warmup_shape_word", "format_warmup_plan_order", "heldout_questions", "seed", "logging_steps", "save_steps",
 )  # fmt: skip
 
 
@@ -155,6 +155,10 @@ def _add_recipe_arguments(grpo: argparse.ArgumentParser) -> None:
     add(
         "--format-warmup-shape-word", action=argparse.BooleanOptionalAction, default=unset,
         help=f"warm start targets name their workflow's shape (Shape: single|judge|verify.) before the plan ({_default('format_warmup_shape_word')})",
+    )
+    add(
+        "--format-warmup-plan-order", default=unset, choices=["steps", "answer-first"],
+        help=f"warm start plans name the workers in step order, or the answering worker first and then the steps it reads ({_default('format_warmup_plan_order')})",
     )
     add("--heldout-questions", type=int, default=unset, help=f"validation questions scored before and after GRPO, 0: none ({_default('heldout_questions')})")
     add("--seed", type=int, default=unset, help=_default("seed"))

@@ -16,7 +16,7 @@ from conductor_env.agents.baselines import build_workflow
 from conductor_env.agents.grpo.recipe import recipe_from_settings
 from conductor_env.agents.grpo.reward import EnvFactory
 from conductor_env.agents.profiles import ORCHESTRA_POOL, RECIPES, recipe_settings
-from conductor_env.agents.warmstart import WARM_START_SHAPES, shape_label, warm_start_rows
+from conductor_env.agents.warmstart import WARM_START_SHAPES, plan_text, shape_label, warm_start_rows
 from conductor_env.workflow import parse_workflow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,6 +103,51 @@ def test_the_shape_word_comes_first_on_the_plan_line_and_names_the_shape_written
             assert match.group(2).split(", ") == [f"{names[s.worker]}={s.worker}" for s in steps]
             words.append(match.group(1))
         assert words == ["single"] * 3 + ["judge"] * 2 + ["verify"]
+
+
+def test_plan_text_writes_the_answering_worker_first_only_when_asked():
+    judge = ((0, None, False), (0, None, False), (2, "Pick.", True))
+    names, ids = ["flash", "flash", "checker"], [1, 1, 0]
+    assert plan_text(judge, names, ids) == "flash=1, flash=1, checker=0"
+    assert plan_text(judge, names, ids, "answer-first") == "checker=0 reads flash=1, flash=1"
+    assert plan_text(((1, None, False),), ["solver"], [2], "answer-first") == "solver=2"
+    assert plan_text(((0, None, False), (1, None, False)), ["flash", "solver"], [0, 1], "answer-first") == "solver=1 after flash=0"
+    with pytest.raises(ValueError, match="unknown plan order"):
+        plan_text(judge, names, ids, "last")
+
+
+def test_an_answer_first_plan_starts_with_the_answering_worker_and_the_lists_run_the_steps_in_order(recipe):
+    factory = EnvFactory(recipe.setup)
+    try:
+        groups = warm_start_rows(
+            factory, limit=6, seed=7, subtask="Solve it.", preamble=lambda info: f"Domain: {info['domain']}.",
+            shapes="orchestrate", plan=True, plan_order="answer-first",
+        )  # fmt: skip
+        with pytest.raises(ValueError, match="unknown plan order"):
+            warm_start_rows(factory, limit=1, plan=True, plan_order="backwards")
+    finally:
+        factory.close()
+    for group in groups:
+        names = shown_names(group[0][0])
+        first_words = []
+        for _, action in group:
+            match = re.match(r"Domain: \w+\. Plan: (\w+)=(\d+)(?: reads ([\w=, ]+))?\.\n", action)
+            assert match is not None, action
+            steps = parse_workflow(action, num_workers=3, max_steps=3).steps
+            # The plan's first pair is the last step's worker; what it reads follows in step order.
+            assert (match.group(1), int(match.group(2))) == (names[steps[-1].worker], steps[-1].worker)
+            read = match.group(3).split(", ") if match.group(3) else []
+            assert read == [f"{names[s.worker]}={s.worker}" for s in steps[:-1]]
+            assert bool(read) == bool(steps[-1].access)
+            first_words.append(match.group(1))
+        # One call to each worker, then three workflows answered by the checker: the first word
+        # chooses the answering worker and, for the checker, that the workflow has several steps.
+        assert first_words == ["flash", "solver", "checker", "checker", "checker", "checker"]
+
+
+def test_the_recipe_refuses_an_unknown_plan_order():
+    with pytest.raises(ValueError, match="unknown format_warmup_plan_order"):
+        recipe_from_settings({**RECIPES["orchestrate"].settings, "format_warmup_plan_order": "random"})
 
 
 def test_the_oracle_prefers_a_different_workflow_per_domain_and_beats_every_fixed_baseline():

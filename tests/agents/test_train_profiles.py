@@ -63,6 +63,9 @@ def test_flags_override_the_profile_and_options_merge():
     other = recipe_from_args(parse("--env", "Conductor-MATH500-v0"), cuda=False)
     assert other.setup.env_id == "Conductor-MATH500-v0" and other.setup.suite_options == {}  # the profile's datasets are the RG suite's
     assert recipe_from_args(parse("--no-balance-domains"), cuda=False).balance_domains is False
+    assert recipe_from_args(parse("--format-warmup-plan-order", "answer-first"), cuda=False).format_warmup_plan_order == "answer-first"
+    with pytest.raises(SystemExit):
+        parse("--format-warmup-plan-order", "sideways")  # argparse lists the choices
 
 
 # ------------------------------------------------------------------------------------ warnings
