@@ -39,6 +39,14 @@ BASELINES = ORCHESTRA_BASELINES
 ENV_OPTIONS = {"examples": "none", "show_names": "true", "reward": "cost_aware", "price_weight": "1.0", "max_steps": "3"}
 
 
+def applicable(policy: str, pool_size: int | None) -> bool:
+    """Whether a baseline can run on pools of ``pool_size`` workers: ``single:<id>`` and
+    ``reflect:<id>:<k>`` name a shown id, which a smaller sub-pool may not have (the policy would
+    raise and the episode score 0, which is not the workflow's reward). ``None``: the whole pool."""
+    kind, *args = policy.split(":")
+    return pool_size is None or kind not in ("single", "reflect") or int(args[0]) < pool_size
+
+
 def eval_command(
     out: str, policies: Iterable[str], *, seed: int, n: int, subpool_size: int | None, pool: str = POOL, samples: int = 1, max_rounds: int = 1
 ) -> list[str]:
@@ -278,12 +286,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.json:
             Path(args.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
         return
-    policies = [] if args.no_baselines else list(BASELINES)
+    baselines = [] if args.no_baselines else list(BASELINES)
+    policies = [p for p in baselines if applicable(p, args.subpool_size)]
+    not_applicable = [p for p in baselines if p not in policies]
+    if not_applicable:
+        print(f"not applicable on {args.subpool_size}-worker sub-pools (they name a missing id): {', '.join(not_applicable)}")
     policies += [f"llm:{spec.split('=', 1)[1]}" for spec in args.trained]
     subprocess.run(eval_command(args.out, policies, seed=args.seed, n=args.n, subpool_size=args.subpool_size, pool=args.pool, samples=args.samples, max_rounds=args.max_rounds), check=True)
     summary = summarize(str(Path(args.out) / "results.jsonl"), args.pool)
     print(markdown(summary))
     report: dict[str, Any] = {"seed": args.seed, "pool": args.pool, "subpool_size": args.subpool_size, "samples": args.samples, "policies": summary}
+    if not_applicable:
+        report["not_applicable"] = not_applicable
     if args.max_rounds > 1:
         report["second_round"] = rounds_summary(str(Path(args.out) / "results.jsonl"))
         print(json.dumps(report["second_round"], indent=1))

@@ -212,6 +212,15 @@ def bench_module():
     return module
 
 
+def test_sub_pool_benchmarks_leave_out_baselines_that_name_a_missing_id():
+    bench = bench_module()
+    on_two = [p for p in bench.BASELINES if bench.applicable(p, 2)]
+    assert "single:2" not in on_two and "reflect:2:3" not in on_two
+    assert {"single:0", "single:1", "reflect:1:3", "random", "moa:2", "template:parallel-judge:2"} <= set(on_two)
+    assert [p for p in bench.BASELINES if bench.applicable(p, None)] == list(bench.BASELINES)
+    assert [p for p in bench.BASELINES if bench.applicable(p, 3)] == list(bench.BASELINES)
+
+
 def test_the_summary_reads_two_round_episodes_that_keep_revise_or_fail_to_parse(recipe, tmp_path):
     """``bench_orchestration.py --max-rounds 2``: a second round may keep the answer (no steps)."""
     from conductor_env.evaluation.records import EpisodeSpec, episode_record, round_record
