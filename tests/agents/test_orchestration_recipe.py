@@ -140,8 +140,8 @@ def test_an_answer_first_plan_starts_with_the_answering_worker_and_the_lists_run
             assert read == [f"{names[s.worker]}={s.worker}" for s in steps[:-1]]
             assert bool(read) == bool(steps[-1].access)
             first_words.append(match.group(1))
-        # One call to each worker, then three workflows answered by the checker: the first word
-        # chooses the answering worker and, for the checker, that the workflow has several steps.
+        # One call to each worker, then the three multi-step workflows, all answered by the
+        # checker: the first word is the answering worker, and only the checker's go on to read.
         assert first_words == ["flash", "solver", "checker", "checker", "checker", "checker"]
 
 
