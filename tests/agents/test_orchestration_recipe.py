@@ -8,6 +8,7 @@ import json
 import re
 from collections import defaultdict
 from pathlib import Path
+from typing import Any, Iterator
 
 import pytest
 
@@ -47,6 +48,18 @@ def test_the_recipe_prices_calls_and_allows_three_steps(recipe):
 def shown_names(prompt: str) -> dict[int, str]:
     """Shown id -> worker name, read from the prompt's worker lines."""
     return {int(m.group(1)): m.group(2) for m in re.finditer(r"Model id (\d+): (\w+)", prompt)}
+
+
+def plan_lines(groups: list[list[tuple[str, str]]], pattern: str) -> Iterator[tuple[dict[int, str], list[tuple[re.Match[str], Any]]]]:
+    """Per warm-start group: the shown names, and per target its first line's match of
+    ``pattern`` and its parsed steps."""
+    for group in groups:
+        rows = []
+        for _, action in group:
+            match = re.match(pattern, action)
+            assert match is not None, action
+            rows.append((match, parse_workflow(action, num_workers=3, max_steps=3).steps))
+        yield shown_names(group[0][0]), rows
 
 
 def test_the_warm_start_writes_every_shape_once_by_name_whatever_the_ids(recipe):
@@ -93,16 +106,10 @@ def test_the_shape_word_comes_first_on_the_plan_line_and_names_the_shape_written
         )
     finally:
         factory.close()
-    for group in groups:
-        names = shown_names(group[0][0])
-        words = []
-        for _, action in group:
-            match = re.match(r"Domain: \w+\. Shape: (\w+)\. Plan: ([\w=, ]+)\.\n", action)
-            assert match is not None, action
-            steps = parse_workflow(action, num_workers=3, max_steps=3).steps
+    for names, rows in plan_lines(groups, r"Domain: \w+\. Shape: (\w+)\. Plan: ([\w=, ]+)\.\n"):
+        for match, steps in rows:
             assert match.group(2).split(", ") == [f"{names[s.worker]}={s.worker}" for s in steps]
-            words.append(match.group(1))
-        assert words == ["single"] * 3 + ["judge"] * 2 + ["verify"]
+        assert [match.group(1) for match, _ in rows] == ["single"] * 3 + ["judge"] * 2 + ["verify"]
 
 
 def test_plan_text_writes_the_answering_worker_first_only_when_asked():
@@ -127,19 +134,14 @@ def test_an_answer_first_plan_starts_with_the_answering_worker_and_the_lists_run
             warm_start_rows(factory, limit=1, plan=True, plan_order="backwards")
     finally:
         factory.close()
-    for group in groups:
-        names = shown_names(group[0][0])
-        first_words = []
-        for _, action in group:
-            match = re.match(r"Domain: \w+\. Plan: (\w+)=(\d+)(?: reads ([\w=, ]+))?\.\n", action)
-            assert match is not None, action
-            steps = parse_workflow(action, num_workers=3, max_steps=3).steps
+    for names, rows in plan_lines(groups, r"Domain: \w+\. Plan: (\w+)=(\d+)(?: reads ([\w=, ]+))?\.\n"):
+        for match, steps in rows:
             # The plan's first pair is the last step's worker; what it reads follows in step order.
             assert (match.group(1), int(match.group(2))) == (names[steps[-1].worker], steps[-1].worker)
             read = match.group(3).split(", ") if match.group(3) else []
             assert read == [f"{names[s.worker]}={s.worker}" for s in steps[:-1]]
             assert bool(read) == bool(steps[-1].access)
-            first_words.append(match.group(1))
+        first_words = [match.group(1) for match, _ in rows]
         # One call to each worker, then the three multi-step workflows, all answered by the
         # checker: the first word is the answering worker, and only the checker's go on to read.
         assert first_words == ["flash", "solver", "checker", "checker", "checker", "checker"]
