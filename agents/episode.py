@@ -19,7 +19,11 @@ from conductor_env.env import ConductorEnv, EnvLost
 #: Actions one episode may take before it is stopped (rounds times self-call frames).
 MAX_ACTIONS_PER_EPISODE = 256
 #: Times an episode is re-run from its spec after its env's host died (remote envs only).
-MAX_RERUNS = 3
+MAX_RERUNS = 5
+#: Seconds before the first re-run, doubled before each next one (1 + 2 + 4 + 8 + 16 s at most).
+#: A lost actor is restarted by Ray, which takes seconds on a loaded machine; re-running at once
+#: would spend every re-run on actors that are still restarting.
+RERUN_BACKOFF_S = 1.0
 
 
 class PolicyBatcher:
@@ -135,6 +139,7 @@ async def play(
     first_action: str | None = None,
     max_actions: int = MAX_ACTIONS_PER_EPISODE,
     max_reruns: int = MAX_RERUNS,
+    rerun_backoff_s: float = RERUN_BACKOFF_S,
 ) -> PlayedEpisode:
     """Plays one episode to its end; never raises for a policy's or the env's failure.
 
@@ -150,6 +155,7 @@ async def play(
         max_actions: Most actions before the episode is stopped as unfinished.
         max_reruns: Times the episode starts again from its spec when a remote env's host dies
             (:class:`~conductor_env.env.EnvLost`); after that it ends with an error.
+        rerun_backoff_s: Seconds to wait before the first re-run, doubled before each next one.
 
     Returns:
         What happened, step by step (``reruns`` says how often it started again).
@@ -165,6 +171,7 @@ async def play(
             if reruns >= max_reruns:
                 played = PlayedEpisode(first_observation={}, reset_info={}, error=f"env failed: lost {reruns + 1} times: {lost}")
             else:
+                await asyncio.sleep(rerun_backoff_s * 2**reruns)
                 reruns += 1
                 continue
         played.reruns = reruns

@@ -12,6 +12,7 @@ import conductor_env  # noqa: F401  (registers the gym ids)
 from conductor_env.agents import make_policy
 from conductor_env.agents.episode import PolicyBatcher, play
 from conductor_env.calls import Completion, RetryPolicy, WorkerError
+from conductor_env.env import EnvLost
 from conductor_env.envs import ENTRY_POINT, EnvSetup, SetupError, conductor_env_ids
 from conductor_env.envs.vector import ConductorVectorEnv
 from conductor_env.event_loop import run_sync
@@ -124,6 +125,37 @@ def test_play_runs_rounds_and_reports_a_policy_failure_without_raising():
 
     broken = run_sync(run(Broken(0)))
     assert not broken.finished and "policy failed: RuntimeError" in broken.error
+    env.close()
+
+
+class HostDiesTimes:
+    """A real env whose host "dies" at the first ``deaths`` resets (as a remote env raises
+    :class:`EnvLost` while its actor restarts), recording when each reset came."""
+
+    def __init__(self, env, deaths: int) -> None:
+        self.env, self.deaths, self.resets = env, deaths, []
+
+    async def areset(self, **kwargs):
+        self.resets.append(asyncio.get_running_loop().time())
+        if len(self.resets) <= self.deaths:
+            raise EnvLost(f"episode actor 0 lost its episode (reset {len(self.resets)})")
+        return await self.env.areset(**kwargs)
+
+    async def astep(self, action):
+        return await self.env.astep(action)
+
+
+def test_play_waits_longer_before_each_rerun_of_a_lost_episode_then_gives_up_with_the_reason():
+    env = gym.make("Conductor-RG-v0", pool="simulated", suite_options=SMALL).unwrapped
+    policy = PolicyBatcher(make_policy("single:0"))
+    lossy = HostDiesTimes(env, deaths=4)  # more losses than the three re-runs once allowed
+    played = run_sync(play(lossy, policy, seed=1, reset_options={"problem_index": 0}, rerun_backoff_s=0.02))
+    assert played.finished and played.reruns == 4 and played.error is None
+    gaps = [later - earlier for earlier, later in zip(lossy.resets, lossy.resets[1:])]
+    assert all(gap >= 0.02 * 2**i for i, gap in enumerate(gaps))  # 0.02, 0.04, 0.08, 0.16 s at least
+    doomed = HostDiesTimes(env, deaths=10)
+    failed = run_sync(play(doomed, policy, seed=1, reset_options={"problem_index": 0}, max_reruns=2, rerun_backoff_s=0.0))
+    assert not failed.finished and len(doomed.resets) == 3 and "env failed: lost 3 times" in failed.error
     env.close()
 
 
