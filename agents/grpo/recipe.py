@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any, Mapping
 
-from conductor_env.agents.warmstart import PLAN_ORDERS
+from conductor_env.agents.workflow_shapes import PLAN_ORDERS, WARM_START_SHAPES
 from conductor_env.envs.setup import EnvSetup
 from conductor_env.templates import load_template
 
@@ -147,18 +147,20 @@ class GRPORecipe:
     trainer_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        """Refuses an unknown warm-start plan order and a Conductor template with a prefill.
+        """Refuses an unknown warm-start plan order or shape set and a Conductor template with a prefill.
 
         TRL's GRPOTrainer renders a conversational prompt with a fresh generation prompt, so a
         final assistant message would be closed instead of continued; and the completion it
         scores would lack the prefill the env must parse. Train with a template without one.
 
         Raises:
-            ValueError: For an unknown ``format_warmup_plan_order`` or a Conductor template
-                with a prefill.
+            ValueError: For an unknown ``format_warmup_plan_order`` or ``format_warmup_shapes``,
+                or a Conductor template with a prefill.
         """
         if self.format_warmup_plan_order not in PLAN_ORDERS:
             raise ValueError(f"unknown format_warmup_plan_order {self.format_warmup_plan_order!r}; use one of {list(PLAN_ORDERS)}")
+        if self.format_warmup_shapes is not None and self.format_warmup_shapes not in WARM_START_SHAPES:
+            raise ValueError(f"unknown format_warmup_shapes {self.format_warmup_shapes!r}; use one of {sorted(WARM_START_SHAPES)}")
         template = load_template(self.setup.options.conductor_template, "conductor")
         if template.prefill:
             raise ValueError(

@@ -20,7 +20,7 @@ _RECIPE_FLAGS = (
     "num_generations", "per_device_batch_size", "learning_rate", "lr_scheduler_type", "warmup_ratio",
     "epsilon", "beta", "loss_type", "scale_rewards", "max_completion_length", "temperature",
     "round_discount", "reward_draws", "lora_r", "lora_alpha", "lora_top_layers", "format_warmup_steps", "format_warmup_lr",
-    "format_warmup_shape_word", "format_warmup_plan_order", "heldout_questions", "seed", "logging_steps", "save_steps",
+    "format_warmup_shapes", "format_warmup_shape_word", "format_warmup_plan_order", "heldout_questions", "seed", "logging_steps", "save_steps",
 )  # fmt: skip
 
 
@@ -112,6 +112,8 @@ def run_export_adapter_command(args: argparse.Namespace) -> int:
 
 def _add_recipe_arguments(grpo: argparse.ArgumentParser) -> None:
     """Adds the ``train grpo`` flags that override the profile's recipe fields."""
+    from conductor_env.agents.workflow_shapes import PLAN_ORDERS, WARM_START_SHAPES
+
     add = grpo.add_argument
     unset = argparse.SUPPRESS  # a flag not given leaves the profile's value
     add("--model", default=unset, help=f"local model name (see `conductor-env models`), model folder or hub id ({_default('model')})")
@@ -157,7 +159,11 @@ def _add_recipe_arguments(grpo: argparse.ArgumentParser) -> None:
         help=f"warm start targets name their workflow's shape (Shape: single|judge|verify.) before the plan ({_default('format_warmup_shape_word')})",
     )
     add(
-        "--format-warmup-plan-order", default=unset, choices=["steps", "answer-first"],
+        "--format-warmup-shapes", default=unset, choices=sorted(WARM_START_SHAPES),
+        help=f"warm start targets of several workflow shapes (a named set) instead of one call to each worker ({_default('format_warmup_shapes')})",
+    )
+    add(
+        "--format-warmup-plan-order", default=unset, choices=list(PLAN_ORDERS),
         help=f"warm start plans name the workers in step order, or the answering worker first and then the steps it reads ({_default('format_warmup_plan_order')})",
     )
     add("--heldout-questions", type=int, default=unset, help=f"validation questions scored before and after GRPO, 0: none ({_default('heldout_questions')})")

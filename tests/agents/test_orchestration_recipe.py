@@ -152,6 +152,28 @@ def test_the_recipe_refuses_an_unknown_plan_order():
         recipe_from_settings({**RECIPES["orchestrate"].settings, "format_warmup_plan_order": "random"})
 
 
+def test_the_recipe_refuses_an_unknown_shape_set():
+    with pytest.raises(ValueError, match="unknown format_warmup_shapes 'judges'"):
+        recipe_from_settings({**RECIPES["orchestrate"].settings, "format_warmup_shapes": "judges"})
+    assert recipe_from_settings({**RECIPES["orchestrate"].settings, "format_warmup_shapes": "orchestrate-cheap-judge"}).format_warmup_shapes == "orchestrate-cheap-judge"
+
+
+def test_a_shape_listed_three_times_is_a_target_three_times_per_prompt_with_the_rest_once(recipe):
+    factory = EnvFactory(recipe.setup)
+    try:
+        groups = warm_start_rows(factory, limit=4, seed=2, subtask="Solve it.", shapes="orchestrate-cheap-judge", plan=True, plan_order="answer-first")
+    finally:
+        factory.close()
+    for names, rows in plan_lines(groups, r"Plan: (.+)\.\n"):
+        plans = [" ".join(re.sub(r"=\d+", "", match.group(1)).split()) for match, _ in rows]
+        counts = {plan: plans.count(plan) for plan in plans}
+        # The cheap worker's two attempts read by the checker: three of the eight targets.
+        assert counts == {
+            "flash": 1, "solver": 1, "checker": 1, "checker reads flash, flash": 3, "checker reads solver, solver": 1, "checker reads solver": 1,
+        }  # fmt: skip
+        assert len(rows) == len(WARM_START_SHAPES["orchestrate-cheap-judge"]) == 8
+
+
 def test_the_oracle_prefers_a_different_workflow_per_domain_and_beats_every_fixed_baseline():
     oracle = oracle_module()
     report = oracle.oracle_report(ORCHESTRA_POOL, max_steps=3)

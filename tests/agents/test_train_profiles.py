@@ -66,6 +66,9 @@ def test_flags_override_the_profile_and_options_merge():
     assert recipe_from_args(parse("--format-warmup-plan-order", "answer-first"), cuda=False).format_warmup_plan_order == "answer-first"
     with pytest.raises(SystemExit):
         parse("--format-warmup-plan-order", "sideways")  # argparse lists the choices
+    assert recipe_from_args(parse("--recipe", "orchestrate", "--format-warmup-shapes", "orchestrate-cheap-judge"), cuda=False).format_warmup_shapes == "orchestrate-cheap-judge"
+    with pytest.raises(SystemExit):
+        parse("--format-warmup-shapes", "judges")
 
 
 # ------------------------------------------------------------------------------------ warnings
