@@ -2,11 +2,12 @@
 
 For each of the first ``--n`` training prompts of a recipe, the model's probability of the
 plan's first worker name after ``Plan:``, of ``.`` against `` reads`` after ``Plan:
-checker=<id>``, and of each attempt worker after ``reads``, averaged per domain. The warm
-start's targets are a uniform mix of ``WARM_START_SHAPES["orchestrate"]``, so these show how far
-the sampled distribution is from that mix (BENCHMARKS.md, run J).
+checker=<id>``, and of each attempt worker after ``reads``, averaged per domain, with their
+product (the chance that a sample starts ``checker=<id> reads flash``). Beside them, the same
+shares among the warm start's targets (``--shapes``, a key of ``WARM_START_SHAPES``), so these
+show how far the sampled distribution is from the targets' mix (BENCHMARKS.md, runs J and K).
 
-    python benchmarks/probe_warm_start.py W/warm_start [--recipe orchestrate-judge] [--n 60]
+    python benchmarks/probe_warm_start.py W/warm_start [--recipe orchestrate-judge] [--n 60] [--shapes orchestrate]
 """
 
 from __future__ import annotations
@@ -15,6 +16,33 @@ import argparse
 import json
 from collections import defaultdict
 from typing import Any, Sequence
+
+
+def target_shares(shapes: str) -> dict[str, float]:
+    """The warm start's targets' shares at the same branch points (a prompt showing all three workers).
+
+    Args:
+        shapes: A key of ``WARM_START_SHAPES``.
+
+    Returns:
+        ``{"<prefix> -> <word>": share}`` under the keys :func:`probe` writes.
+    """
+    from conductor_env.agents.workflow_shapes import WARM_START_SHAPES, plan_text
+
+    names = ["flash", "solver", "checker"]
+    # Plans as words without ids: "checker reads flash flash".
+    plans = [plan_text(shape, [names[w] for w, _, _ in shape], [0] * len(shape), "answer-first").replace("=0", "").replace(",", "").split() for shape in WARM_START_SHAPES[shapes]]
+
+    def share(prefix: list[str], word: str) -> float:
+        """The share of the plans starting with ``prefix`` whose next word is ``word`` (``.``: none)."""
+        under = [plan for plan in plans if plan[: len(prefix)] == prefix]
+        return round(sum(1 for plan in under if (plan[len(prefix)] if len(plan) > len(prefix) else ".") == word) / len(under), 3)
+
+    shares = {f"Plan: -> {name}": share([], name) for name in names}
+    shares |= {f"Plan: checker=N -> {word}": share(["checker"], word) for word in (".", "reads")}
+    shares |= {f"Plan: checker=N reads -> {name}": share(["checker", "reads"], name) for name in ("flash", "solver")}
+    shares["P(checker reads flash)"] = round(shares["Plan: -> checker"] * shares["Plan: checker=N -> reads"] * shares["Plan: checker=N reads -> flash"], 3)
+    return shares
 
 
 def probe(model_path: str, recipe_name: str = "orchestrate-judge", n: int = 60) -> dict[str, dict[str, float]]:
@@ -64,7 +92,11 @@ def probe(model_path: str, recipe_name: str = "orchestrate-judge", n: int = 60) 
                     sums[info["domain"]][key].append(probs[first_token].item())
     finally:
         factory.close()
-    return {domain: {key: round(sum(v) / len(v), 3) for key, v in keys.items()} for domain, keys in sums.items()}
+    report = {domain: {key: round(sum(v) / len(v), 3) for key, v in keys.items()} for domain, keys in sums.items()}
+    for branches in report.values():
+        if "Plan: checker=N reads -> flash" in branches:
+            branches["P(checker reads flash)"] = round(branches["Plan: -> checker"] * branches["Plan: checker=N -> reads"] * branches["Plan: checker=N reads -> flash"], 3)
+    return report
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -72,8 +104,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("model", help="a saved Conductor folder")
     parser.add_argument("--recipe", default="orchestrate-judge")
     parser.add_argument("--n", type=int, default=60, help="training prompts to read")
+    parser.add_argument("--shapes", default="orchestrate", help="the warm start's shape set, for the targets' shares")
     args = parser.parse_args(argv)
-    report: Any = probe(args.model, args.recipe, args.n)
+    report: Any = {"targets": target_shares(args.shapes), **probe(args.model, args.recipe, args.n)}
     print(json.dumps(report, indent=1))
 
 

@@ -275,3 +275,15 @@ def test_the_summary_reads_two_round_episodes_that_keep_revise_or_fail_to_parse(
     assert len(kept) == 1 and "(kept the earlier answer)" in kept[0]["top_patterns"]
     rounds = bench.rounds_summary(str(results))["scripted"]
     assert (rounds["episodes"], rounds["round2_kept"], rounds["round2_unparsed"]) == (3, 0.3333, 0.3333)  # rounded to 4 places
+
+
+def test_the_probe_reads_the_targets_shares_at_each_branch_of_the_answer_first_plan():
+    spec = importlib.util.spec_from_file_location("probe_warm_start", ROOT / "benchmarks" / "probe_warm_start.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    uniform, weighted = probe.target_shares("orchestrate"), probe.target_shares("orchestrate-cheap-judge")
+    # Six targets: flash, solver, and four answered by the checker (alone, two judges, a verifier).
+    assert uniform["Plan: -> checker"] == 0.667 and uniform["Plan: checker=N -> ."] == 0.25
+    assert uniform["Plan: checker=N reads -> flash"] == 0.333 and uniform["P(checker reads flash)"] == 0.167
+    # The cheap judge three times in eight targets.
+    assert weighted["P(checker reads flash)"] == 0.375 and weighted["Plan: checker=N reads -> flash"] == 0.6
