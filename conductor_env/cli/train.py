@@ -112,8 +112,6 @@ def run_export_adapter_command(args: argparse.Namespace) -> int:
 
 def _add_recipe_arguments(grpo: argparse.ArgumentParser) -> None:
     """Adds the ``train grpo`` flags that override the profile's recipe fields."""
-    from conductor_env.agents.workflow_shapes import PLAN_ORDERS, WARM_START_SHAPES
-
     add = grpo.add_argument
     unset = argparse.SUPPRESS  # a flag not given leaves the profile's value
     add("--model", default=unset, help=f"local model name (see `conductor-env models`), model folder or hub id ({_default('model')})")
@@ -152,6 +150,24 @@ def _add_recipe_arguments(grpo: argparse.ArgumentParser) -> None:
     vllm = grpo.add_mutually_exclusive_group()
     vllm.add_argument("--vllm", dest="use_vllm", action="store_const", const=True, default=None, help="generate with vLLM (colocated; needs CUDA)")
     vllm.add_argument("--no-vllm", dest="use_vllm", action="store_const", const=False, help="generate with transformers")
+    _add_warm_start_arguments(grpo)
+    add("--heldout-questions", type=int, default=unset, help=f"validation questions scored before and after GRPO, 0: none ({_default('heldout_questions')})")
+    add("--seed", type=int, default=unset, help=_default("seed"))
+    add("--logging-steps", type=int, default=unset, help=_default("logging_steps"))
+    add("--save-steps", type=int, default=unset, help=f"checkpoint every N steps, 0: final model only ({_default('save_steps')})")
+    add("--trainer-option", action="append", default=[], metavar="KEY=VALUE", help="extra trl.GRPOConfig field (repeatable; JSON values)")
+    grpo.add_argument(
+        "--warm-start-only", action="store_true",
+        help="run only the format warm start and save it to OUTPUT_DIR/warm_start (GRPO runs then start from it with --model DIR --format-warmup-steps 0)",
+    )
+
+
+def _add_warm_start_arguments(grpo: argparse.ArgumentParser) -> None:
+    """Adds the ``train grpo`` flags of the format warm start's recipe fields."""
+    from conductor_env.agents.workflow_shapes import PLAN_ORDERS, WARM_START_SHAPES
+
+    add = grpo.add_argument
+    unset = argparse.SUPPRESS
     add("--format-warmup-steps", type=int, default=unset, help=f"supervised format warm start steps before GRPO, not in the paper ({_default('format_warmup_steps')})")
     add("--format-warmup-lr", type=float, default=unset, help=_default("format_warmup_lr"))
     add(
@@ -165,15 +181,6 @@ def _add_recipe_arguments(grpo: argparse.ArgumentParser) -> None:
     add(
         "--format-warmup-plan-order", default=unset, choices=list(PLAN_ORDERS),
         help=f"warm start plans name the workers in step order, or the answering worker first and then the steps it reads ({_default('format_warmup_plan_order')})",
-    )
-    add("--heldout-questions", type=int, default=unset, help=f"validation questions scored before and after GRPO, 0: none ({_default('heldout_questions')})")
-    add("--seed", type=int, default=unset, help=_default("seed"))
-    add("--logging-steps", type=int, default=unset, help=_default("logging_steps"))
-    add("--save-steps", type=int, default=unset, help=f"checkpoint every N steps, 0: final model only ({_default('save_steps')})")
-    add("--trainer-option", action="append", default=[], metavar="KEY=VALUE", help="extra trl.GRPOConfig field (repeatable; JSON values)")
-    grpo.add_argument(
-        "--warm-start-only", action="store_true",
-        help="run only the format warm start and save it to OUTPUT_DIR/warm_start (GRPO runs then start from it with --model DIR --format-warmup-steps 0)",
     )
 
 

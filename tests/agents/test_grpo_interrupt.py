@@ -29,9 +29,18 @@ class SignalAfterFirstStep(TrainerCallback):
             os.kill(os.getpid(), self.signum)
 
 
+@pytest.fixture
+def terminal_sigint():
+    """Python's Ctrl-C handler, as in a terminal: a process started in the background by a
+    non-interactive shell (``cmd &``) inherits SIGINT ignored, and Python then installs none."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_an_interrupted_run_saves_its_model_and_episodes(tmp_path, signum):
+def test_an_interrupted_run_saves_its_model_and_episodes(tmp_path, signum, terminal_sigint):
     recipe = GRPORecipe(
         model="gemma3-270m",
         setup=EnvSetup.from_id("Conductor-RG-v0", pool="simulated", split="train", suite_options=SMALL_RG, examples="none"),
