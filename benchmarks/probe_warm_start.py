@@ -18,6 +18,11 @@ from collections import defaultdict
 from typing import Any, Sequence
 
 
+def judge_start(branches: dict[str, float]) -> float:
+    """The chance that a plan starts ``checker=<id> reads flash``: the product of its three branches."""
+    return round(branches["Plan: -> checker"] * branches["Plan: checker=N -> reads"] * branches["Plan: checker=N reads -> flash"], 3)
+
+
 def target_shares(shapes: str) -> dict[str, float]:
     """The warm start's targets' shares at the same branch points (a prompt showing all three workers).
 
@@ -41,7 +46,7 @@ def target_shares(shapes: str) -> dict[str, float]:
     shares = {f"Plan: -> {name}": share([], name) for name in names}
     shares |= {f"Plan: checker=N -> {word}": share(["checker"], word) for word in (".", "reads")}
     shares |= {f"Plan: checker=N reads -> {name}": share(["checker", "reads"], name) for name in ("flash", "solver")}
-    shares["P(checker reads flash)"] = round(shares["Plan: -> checker"] * shares["Plan: checker=N -> reads"] * shares["Plan: checker=N reads -> flash"], 3)
+    shares["P(checker reads flash)"] = judge_start(shares)
     return shares
 
 
@@ -95,7 +100,7 @@ def probe(model_path: str, recipe_name: str = "orchestrate-judge", n: int = 60) 
     report = {domain: {key: round(sum(v) / len(v), 3) for key, v in keys.items()} for domain, keys in sums.items()}
     for branches in report.values():
         if "Plan: checker=N reads -> flash" in branches:
-            branches["P(checker reads flash)"] = round(branches["Plan: -> checker"] * branches["Plan: checker=N -> reads"] * branches["Plan: checker=N reads -> flash"], 3)
+            branches["P(checker reads flash)"] = judge_start(branches)
     return report
 
 
