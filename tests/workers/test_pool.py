@@ -51,3 +51,9 @@ def test_subpools_are_random_subsets() -> None:
     assert all(2 <= len(d) <= 3 and len(set(d)) == len(d) for d in draws)
     assert len(set(draws)) > 10
     assert pool.sample_subpool(rng, None) == (0, 1, 2, 3)
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parents[2] / "benchmarks" / "pools").glob("*.toml")), ids=lambda p: p.stem)
+def test_each_benchmark_pool_file_holds_the_same_workers_as_the_preset_of_its_name(path: Path) -> None:
+    assert path.stem in preset_names()
+    assert load_pool(str(path)).specs == load_pool(path.stem).specs
