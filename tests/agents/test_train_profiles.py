@@ -193,6 +193,7 @@ def test_completion_limits_are_measured_against_the_warm_start_target():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1500)  # a hang guard: 84 s on an idle 2-core machine, past 600 s beside three GRPO runs
 def test_a_short_cpu_profile_run_saves_a_conductor_that_plugs_back_in(tmp_path):
     from conductor_env.agents.grpo.trainer import train_grpo
     from conductor_env.agents.llm import LLMConductor
