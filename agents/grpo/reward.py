@@ -12,7 +12,9 @@ each completion that many times with independent worker samples (the reset optio
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from conductor_env.agents.base import Policy
@@ -25,6 +27,9 @@ from conductor_env.tasks.public_tests import check_training_use
 
 #: The name TRL logs the env's reward under (``rewards/conductor_env/mean``).
 REWARD_NAME = "conductor_env"
+
+#: The JSON-lines file in a run's output folder that every rewarded episode is appended to as it is scored.
+EPISODES_FILE = "episodes.jsonl"
 
 #: A played episode's reward (``None``: not scored), last ``info`` and number of actions.
 Outcome = tuple["float | None", dict[str, Any], int]
@@ -156,6 +161,9 @@ class ConductorReward:
             ``worker_draw`` 0, 1, ...; same problem and sub-pool); the reward is their mean, or
             ``None`` when none was scored. More than 1 only pays where worker calls are cheap
             (simulated pools): each draw calls the workers again.
+        episodes_path: A JSON-lines file that each rewarded episode is appended to as soon as it
+            is scored (one :class:`EpisodeRecord` a line), so a running or killed run's episodes
+            can be read; ``None`` keeps them in :attr:`records` only.
 
     Call signature (TRL's): ``reward(prompts=..., completions=..., problem_id=[...],
     episode_seed=[...], **kwargs) -> list[float | None]``.
@@ -163,10 +171,19 @@ class ConductorReward:
 
     __name__ = REWARD_NAME
 
-    def __init__(self, factory: EnvFactory, *, followup: Policy | None = None, max_followups: int = 16, draws: int = 1) -> None:
+    def __init__(
+        self,
+        factory: EnvFactory,
+        *,
+        followup: Policy | None = None,
+        max_followups: int = 16,
+        draws: int = 1,
+        episodes_path: str | Path | None = None,
+    ) -> None:
         if draws < 1:
             raise ValueError(f"draws must be >= 1, got {draws}")
         self.factory = factory
+        self.episodes_path = Path(episodes_path) if episodes_path is not None else None
         self.followup = followup
         self.max_followups = max_followups
         self.draws = draws
@@ -208,6 +225,7 @@ class ConductorReward:
             record = self._record(step, str(pid), action, draws)
             rewards.append(record.reward)
             self.records.append(record)
+        self._append_episodes(self.records[-len(actions) :])
         if log_metric is not None:
             scored = [r for r in self.records[-len(actions) :] if r.reward is not None]
             log_metric("conductor/parse_rate", sum(r.parse_error is None for r in scored) / max(1, len(scored)))
@@ -216,6 +234,13 @@ class ConductorReward:
             log_metric("conductor/cost_usd", sum(r.cost_usd for r in scored) / max(1, len(scored)))
             log_metric(IDENTICAL_GROUPS_KEY, identical_group_share(list(zip(problem_id, episode_seed)), rewards))
         return rewards
+
+    def _append_episodes(self, records: Sequence[EpisodeRecord]) -> None:
+        if self.episodes_path is None or not records:
+            return
+        self.episodes_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.episodes_path.open("a", encoding="utf-8") as stream:
+            stream.writelines(json.dumps(asdict(record)) + "\n" for record in records)
 
     def _play_draws(self, actions: list[str], problem_ids: list[str], seeds: list[int]) -> list[list[Outcome]]:
         """Plays every completion ``draws`` times at once; returns each completion's outcomes, in draw order."""

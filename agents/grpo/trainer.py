@@ -24,7 +24,7 @@ from conductor_env.agents.grpo.model import ModelPolicy, load_tokenizer, lora_co
 from conductor_env.agents.grpo.prompts import PromptBuilder, prompt_builder_of
 from conductor_env.agents.grpo.recipe import GRPORecipe, grpo_config
 from conductor_env.envs.setup import EnvSetup
-from conductor_env.agents.grpo.reward import ConductorReward, EnvFactory
+from conductor_env.agents.grpo.reward import EPISODES_FILE, ConductorReward, EnvFactory
 from conductor_env.agents.grpo.saving import GRPORun, logged_rewards, save_conductor, write_conductor_config
 
 logger = logging.getLogger(__name__)
@@ -75,7 +75,9 @@ def build_trainer(
             logger.warning("balance_domains: %d questions per step do not split evenly over %d domains", recipe.questions_per_step, domains)
     model_path = resolve_model_path(recipe.model)
     tokenizer = load_tokenizer(model_path)
-    reward = ConductorReward(factory, followup=followup, draws=recipe.reward_draws)
+    episodes = Path(recipe.output_dir) / EPISODES_FILE
+    episodes.unlink(missing_ok=True)  # a rerun into the same folder starts a new log
+    reward = ConductorReward(factory, followup=followup, draws=recipe.reward_draws, episodes_path=episodes)
     peft_config = None
     if recipe.lora_r > 0:
         peft_config = lora_config(model_path, r=recipe.lora_r, alpha=recipe.lora_alpha, top_layers=recipe.lora_top_layers)
@@ -129,6 +131,7 @@ def train_grpo(
         held-out figures; the same summary is written to ``<output_dir>/rewards.json`` and the
         curve to ``<output_dir>/reward_curve.png``. An interrupt (Ctrl-C or SIGTERM) ends
         training early and still saves all of them, without the held-out evaluation after GRPO.
+        Each rewarded episode is also appended to ``<output_dir>/episodes.jsonl`` as it is scored.
     """
     tell = say or (lambda line: None)
     make_factory = env_factory or EnvFactory

@@ -128,7 +128,7 @@ def _add_recipe_arguments(grpo: argparse.ArgumentParser) -> None:
     add("--conductor-template", default=None, metavar="NAME|FILE", help="Conductor prompt template: a shipped name (default, chat) or a .toml file (docs/PROMPTS.md); no prefill in training")
     add("--worker-template", default=None, metavar="NAME|FILE", help="worker message template: a shipped name (default, prefill) or a .toml file")
     add("--prompt", default=unset, choices=["full", "compact", "roster"], help=f"the env's Conductor prompt, a compact one (question + workers) for small models after a format warm start, or roster (compact + each worker's id after its name) ({_default('prompt')})")
-    add("--output-dir", default=unset, help=f"checkpoints, final model, rewards.json and reward_curve.png ({_default('output_dir')})")
+    add("--output-dir", default=unset, help=f"checkpoints, final model, rewards.json, episodes.jsonl and reward_curve.png ({_default('output_dir')})")
     add("--max-steps", type=int, default=unset, help=f"optimizer steps ({_default('max_steps')})")
     add("--questions-per-step", type=int, default=unset, help=f"distinct questions per step ({_default('questions_per_step')})")
     add("--num-generations", type=int, default=unset, help=f"samples per question, the GRPO group ({_default('num_generations')})")

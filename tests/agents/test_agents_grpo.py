@@ -3,7 +3,9 @@ real TRL GRPO steps on CPU with the local Gemma Conductor against the simulated 
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import asdict
 
 import pytest
 
@@ -12,7 +14,7 @@ from conductor_env.envs import EnvSetup
 from conductor_env.agents import make_policy
 from conductor_env.agents.grpo.data import build_dataset
 from conductor_env.agents.grpo.recipe import GRPORecipe, grpo_config
-from conductor_env.agents.grpo.reward import REWARD_NAME, ConductorReward, EnvFactory
+from conductor_env.agents.grpo.reward import EPISODES_FILE, REWARD_NAME, ConductorReward, EnvFactory
 from conductor_env.agents.grpo.saving import logged_rewards
 from conductor_env.agents.grpo.trainer import build_trainer
 from conductor_env.rewards import round_credit
@@ -73,6 +75,17 @@ def test_balanced_dataset_alternates_the_domains(factory):
     assert build_dataset(factory, seed=4, balance_domains=True)["problem_id"] != balanced["problem_id"]  # shuffled per seed
     assert grpo_config(GRPORecipe(balance_domains=True)).shuffle_dataset is False
     assert grpo_config(GRPORecipe()).shuffle_dataset is True
+
+
+def test_each_rewarded_episode_is_appended_to_the_episodes_file_as_it_is_scored(factory, tmp_path):
+    path = tmp_path / "run" / EPISODES_FILE
+    reward = ConductorReward(factory, episodes_path=path)
+    row = build_dataset(factory, limit=1)[0]
+    for batch in ([single(0), "I will not write lists."], [single(1)]):
+        reward(completions=batch, problem_id=[row["problem_id"]] * len(batch), episode_seed=[row["episode_seed"]] * len(batch))
+        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        assert lines == [json.loads(json.dumps(asdict(r))) for r in reward.records]  # written at once, not when the run ends
+    assert [(line["step"], line["reward"], line["parse_error"]) for line in lines] == [(0, 1.0, None), (0, 0.0, "no_lists"), (1, 0.5, None)]
 
 
 def test_reward_is_the_envs_and_infra_errors_are_none(factory):
@@ -229,6 +242,7 @@ def test_two_real_grpo_steps_log_the_envs_reward(tmp_path):
     steps = [entry for entry in trainer.state.log_history if f"rewards/{REWARD_NAME}/mean" in entry]
     assert len(steps) == 2
     assert len(reward.records) == 4  # 2 steps x 1 question x 2 samples, each played in the env
+    assert [json.loads(line) for line in (tmp_path / EPISODES_FILE).read_text().splitlines()] == [json.loads(json.dumps(asdict(r))) for r in reward.records]
     for index, entry in enumerate(steps):
         played = [r.reward for r in reward.records if r.step == index and r.reward is not None]
         assert entry[f"rewards/{REWARD_NAME}/mean"] == pytest.approx(sum(played) / len(played))
