@@ -220,14 +220,12 @@ class ConductorReward:
         outcomes = self._play_draws(actions, [str(p) for p in problem_id], [int(s) for s in episode_seed])
         step = self._calls
         self._calls += 1
-        rewards: list[float | None] = []
-        for pid, action, draws in zip(problem_id, actions, outcomes):
-            record = self._record(step, str(pid), action, draws)
-            rewards.append(record.reward)
-            self.records.append(record)
-        self._append_episodes(self.records[-len(actions) :])
+        batch = [self._record(step, str(pid), action, draws) for pid, action, draws in zip(problem_id, actions, outcomes)]
+        rewards: list[float | None] = [record.reward for record in batch]
+        self.records.extend(batch)
+        self._append_episodes(batch)
         if log_metric is not None:
-            scored = [r for r in self.records[-len(actions) :] if r.reward is not None]
+            scored = [r for r in batch if r.reward is not None]
             log_metric("conductor/parse_rate", sum(r.parse_error is None for r in scored) / max(1, len(scored)))
             log_metric("conductor/accuracy", sum(r.accuracy for r in scored) / max(1, len(scored)))
             log_metric("conductor/infra_errors", float(len(actions) - len(scored)))
