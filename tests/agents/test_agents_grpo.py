@@ -12,6 +12,7 @@ import pytest
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.envs import EnvSetup
 from conductor_env.agents import make_policy
+from conductor_env.agents.base import Policy
 from conductor_env.agents.grpo.data import build_dataset
 from conductor_env.agents.grpo.recipe import GRPORecipe, grpo_config
 from conductor_env.agents.grpo.reward import EPISODES_FILE, REWARD_NAME, ConductorReward, EnvFactory
@@ -151,6 +152,31 @@ def test_round_credit_with_a_follow_up_policy():
         assert rewards[0] == pytest.approx(0.75 * 0.5 + 0.25 * 1.0)
         with pytest.raises(RuntimeError, match="follow-up policy"):
             ConductorReward(made)(completions=[single(1)], **{k: v[:1] for k, v in kwargs.items()})
+    finally:
+        made.close()
+
+
+class _Unparseable(Policy):
+    """A follow-up that writes no workflow (as an untrained model's second round can)."""
+
+    name = "unparseable"
+
+    async def aact(self, observations):
+        return ["no lists at all"] * len(observations)
+
+
+def test_the_parse_error_recorded_is_the_trained_completions_not_the_follow_ups():
+    made = EnvFactory(EnvSetup.from_kwargs(suite="rg", pool=sure_pool(), split="train", suite_options=SMALL_RG, max_rounds=2, round_discount=0.25))
+    try:
+        row = build_dataset(made, limit=1)[0]
+        kwargs = dict(prompts=[row["prompt"]] * 2, problem_id=[row["problem_id"]] * 2, episode_seed=[row["episode_seed"]] * 2)
+        for followup, second_round_parses in ((make_policy("single:0"), True), (_Unparseable(), False)):
+            metrics: dict[str, float] = {}
+            reward = ConductorReward(made, followup=followup)
+            reward(completions=["no lists at all", single(0)], log_metric=metrics.__setitem__, **kwargs)
+            # The figure is about the completion GRPO trains, whatever the follow-up round wrote.
+            assert [r.parse_error for r in reward.records] == ["no_lists", None], second_round_parses
+            assert metrics["conductor/parse_rate"] == 0.5
     finally:
         made.close()
 
