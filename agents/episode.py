@@ -113,6 +113,8 @@ class PlayedEpisode:
             or the action budget ran out); ``None`` when it ended normally.
         reruns: Times the episode was started again from its spec because its env's host died
             (:class:`~conductor_env.env.EnvLost`); the lost attempts' worker calls were paid.
+        first_info: The ``info`` of the first step (the verdict on the first action, even when
+            later rounds follow); ``None`` when no step ran.
     """
 
     first_observation: Observation
@@ -123,6 +125,7 @@ class PlayedEpisode:
     actions: int = 0
     error: str | None = None
     reruns: int = 0
+    first_info: dict[str, Any] | None = None
 
     @property
     def finished(self) -> bool:
@@ -198,6 +201,8 @@ async def _play_once(
             result = await env.astep(action)
             played.final = result
             observation, reward, terminated, truncated, info = result
+            if played.first_info is None:
+                played.first_info = info
             if not info.get("frame_depth"):  # a step that opened a self-call frame finished no round
                 played.rounds.append(RoundStep(action, float(reward), info))
             if terminated or truncated:

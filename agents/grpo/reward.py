@@ -130,19 +130,6 @@ class EpisodeRecord:
     worker_map: dict[int, str] = field(default_factory=dict)
 
 
-def _parse_error_of(played: PlayedEpisode, completion: str, last: str | None) -> str | None:
-    """Why ``completion`` (the episode's first action) did not parse (``None``: it did).
-
-    A completion that ended round 0 has that round's verdict, and one that opened a self-call
-    frame parsed (a round-0 action other than it was written inside the frame); with no
-    finished round, the last step's verdict stands.
-    """
-    if not played.rounds:
-        return last or None
-    first = played.rounds[0]
-    return (first.info.get("parse_error") or None) if first.action == completion else None
-
-
 def identical_group_share(groups: Sequence[Any], rewards: Sequence[float | None]) -> float:
     """The share of groups (completions of one prompt) whose scored rewards are all equal.
 
@@ -268,7 +255,7 @@ class ConductorReward:
                 for env, (action, pid, seed, draw) in zip(envs, jobs)
             )))
 
-        return [self._outcome(played, action) for played, (action, *_) in zip(run_sync(play_all()), jobs)]
+        return [self._outcome(played) for played in run_sync(play_all())]
 
     @staticmethod
     def _record(step: int, problem_id: str, action: str, draws: list[Outcome]) -> EpisodeRecord:
@@ -292,15 +279,15 @@ class ConductorReward:
         )
 
     @staticmethod
-    def _outcome(played: PlayedEpisode, completion: str) -> Outcome:
+    def _outcome(played: PlayedEpisode) -> Outcome:
         """The reward of a played episode, its last ``info`` and the actions it took.
 
         The reward is ``None`` (not scored) for an outage, an episode the env or the follow-up
         policy failed in, and one still unfinished after ``max_followups``. The ``info``'s
-        ``parse_error`` is the trained ``completion``'s, not the last round's.
+        ``parse_error`` is the first step's: the trained completion's, not a follow-up round's.
         """
         info = dict(played.final[4]) if played.final is not None else {}
-        info["parse_error"] = _parse_error_of(played, completion, info.get("parse_error"))
+        info["parse_error"] = (played.first_info or {}).get("parse_error") or None
         if not played.finished:
             info["infra_error"] = info.get("infra_error") or played.error or "the episode did not finish"
             return None, info, played.actions
