@@ -48,9 +48,10 @@ def applicable(policy: str, pool_size: int | None) -> bool:
 
 
 def eval_command(
-    out: str, policies: Iterable[str], *, seed: int, n: int, subpool_size: int | None, pool: str = POOL, samples: int = 1, max_rounds: int = 1
+    out: str, policies: Iterable[str], *, seed: int, n: int, subpool_size: int | None, pool: str = POOL, samples: int = 1, max_rounds: int = 1,
+    env_options: Iterable[str] = (),
 ) -> list[str]:
-    """The ``conductor-env eval`` command line of the orchestrate recipe's held-out env."""
+    """The ``conductor-env eval`` command line of the orchestrate recipe's held-out env (``env_options``: more ``KEY=VALUE``)."""
     command = [
         str(Path(sys.executable).with_name("conductor-env")), "eval", "--env", "Conductor-RG-v0", "--pool", pool,
         "--split", "validation", "--n", str(n), "--samples", str(samples), "--concurrency", "64", "--seed", str(seed), "--out", out,
@@ -63,6 +64,8 @@ def eval_command(
         options["max_rounds"] = str(max_rounds)
     for key, value in options.items():
         command += ["--env-option", f"{key}={value}"]
+    for pair in env_options:
+        command += ["--env-option", pair]
     for policy in policies:
         command += ["--policy", policy]
     return command
@@ -276,6 +279,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--samples", type=int, default=1, help="episodes per question and policy (narrower intervals)")
     parser.add_argument("--max-rounds", type=int, default=1, help="rounds per episode (2: also print what the second round changed)")
     parser.add_argument("--pool", default=POOL, help="simulated pool preset or .toml path (default: the orchestra pool)")
+    parser.add_argument(
+        "--env-option", action="append", default=[], metavar="KEY=VALUE",
+        help="more env options, e.g. exclude_subpools='[[\"flash\",\"solver\"]]' to evaluate on the sub-pools left (repeatable)",
+    )
     parser.add_argument("--json", default=None)
     parser.add_argument("--check-closed-form", action="store_true", help="compare the baselines' simulated rewards with the closed form instead")
     args = parser.parse_args(argv)
@@ -292,10 +299,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not_applicable:
         print(f"not applicable on {args.subpool_size}-worker sub-pools (they name a missing id): {', '.join(not_applicable)}")
     policies += [f"llm:{spec.split('=', 1)[1]}" for spec in args.trained]
-    subprocess.run(eval_command(args.out, policies, seed=args.seed, n=args.n, subpool_size=args.subpool_size, pool=args.pool, samples=args.samples, max_rounds=args.max_rounds), check=True)
+    subprocess.run(eval_command(args.out, policies, seed=args.seed, n=args.n, subpool_size=args.subpool_size, pool=args.pool, samples=args.samples, max_rounds=args.max_rounds, env_options=args.env_option), check=True)
     summary = summarize(str(Path(args.out) / "results.jsonl"), args.pool)
     print(markdown(summary))
     report: dict[str, Any] = {"seed": args.seed, "pool": args.pool, "subpool_size": args.subpool_size, "samples": args.samples, "policies": summary}
+    if args.env_option:
+        report["env_options"] = args.env_option
     if not_applicable:
         report["not_applicable"] = not_applicable
     if args.max_rounds > 1:

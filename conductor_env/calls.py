@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Collection, Mapping, Protocol, Sequence
 
 Message = Mapping[str, str]
 
@@ -101,8 +101,10 @@ class WorkerPoolLike(Protocol):
     def specs(self) -> Sequence[ShownWorker]:
         """The pool's entries in canonical order."""
 
-    def sample_subpool(self, rng: random.Random, size: int | tuple[int, int] | None) -> tuple[int, ...]:
-        """Returns the pool indices shown in one episode, in shown-id order."""
+    def sample_subpool(
+        self, rng: random.Random, size: int | tuple[int, int] | None, exclude: Collection[tuple[str, ...]] = ()
+    ) -> tuple[int, ...]:
+        """Returns the pool indices shown in one episode, in shown-id order, never one of ``exclude`` (sorted names)."""
 
     async def call(
         self,

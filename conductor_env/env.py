@@ -27,9 +27,10 @@ from conductor_env.event_loop import run_sync
 from conductor_env.frames import FrameChannel
 from conductor_env.info import StepInfo, typed_step
 from conductor_env.observation import HISTORY_PART_BYTES, ObservationBuilder
-from conductor_env.options import MAX_ACTION_BYTES, MAX_QUESTION_BYTES, EnvOptions
+from conductor_env.options import MAX_ACTION_BYTES, MAX_QUESTION_BYTES, EnvOptionError, EnvOptions
 from conductor_env.rounds import EpisodeState, RoundOutcome, RoundPlayer
 from conductor_env.spaces import Utf8Text, utf8_size
+from conductor_env.subpools import check_excluded_subpools
 from conductor_env.suite import Problem, TaskSuite, find_problem
 
 __all__ = ["ConductorEnv", "EnvLost", "HISTORY_PART_BYTES", "MAX_ACTION_BYTES", "MAX_QUESTION_BYTES"]
@@ -108,6 +109,10 @@ class ConductorEnv(gym.Env[dict, str]):
         self.problems: Sequence[Problem] = suite.problems(split)
         if not self.problems:
             raise ValueError(f"suite {suite.name!r} has no problems in split {split!r}")
+        try:
+            check_excluded_subpools([spec.name for spec in pool.specs], self.options.subpool_size, self.options.exclude_subpools)
+        except ValueError as error:
+            raise EnvOptionError(str(error)) from None
         self.observations = ObservationBuilder(pool.specs, self.options)
         self.rounds = RoundPlayer(suite, pool, self.options)
         self.observation_space = self.observations.space
@@ -158,7 +163,7 @@ class ConductorEnv(gym.Env[dict, str]):
                 f"observation space holds (max_question_bytes={limit}); pass a larger max_question_bytes"
             )
         episode_seed = int(self.np_random.integers(2**31))
-        shown = self.pool.sample_subpool(random.Random(episode_seed), self.options.subpool_size)
+        shown = self.pool.sample_subpool(random.Random(episode_seed), self.options.subpool_size, self.options.exclude_subpools)
         draw = self._worker_draw((options or {}).get("worker_draw", 0))
         self._episode = EpisodeState(problem=problem, shown=shown, seed=episode_seed, options=self.options, draw=draw)
         observation = self._top(self._episode)

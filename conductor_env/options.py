@@ -15,6 +15,7 @@ from conductor_env.calls import RetryPolicy
 from conductor_env.executor import AnswerFrom
 from conductor_env.prompts import ExampleSelection
 from conductor_env.rewards import REWARD_SCHEMES
+from conductor_env.subpools import SubpoolSize
 from conductor_env.templates import PromptTemplate, TemplateError, load_template
 from conductor_env.workflow import AccessMode, MAX_ACTION_CHARS
 
@@ -26,7 +27,8 @@ MAX_QUESTION_BYTES = 32 * 1024
 #: so every action the parser reads is in the space; longer ones get the ``too_long`` parse error.
 MAX_ACTION_BYTES = 4 * MAX_ACTION_CHARS
 
-SubpoolSize = int | tuple[int, int] | None
+#: Sub-pools an episode never shows, each as the sorted names of its workers.
+ExcludedSubpools = tuple[tuple[str, ...], ...]
 
 
 class EnvOptionError(ValueError, TypeError):
@@ -57,6 +59,9 @@ class EnvOptions:
         round_discount: Base discount of the round credit (0.25 in the paper's checkpoints).
         subpool_size: ``None`` (whole pool, canonical order), an int, or ``(min, max)``: a random
             sub-pool per episode with renumbered ids.
+        exclude_subpools: Worker-name sets an episode never shows (with ``subpool_size``): a drawn
+            sub-pool made of exactly those workers, in any order, is drawn again. Hold a sub-pool
+            out of training this way, then evaluate on it (a pool file of just those workers).
         show_names: Reveal worker names and descriptions (hidden by default, as in the paper).
         self_call: Offer the Conductor itself as the last worker id.
         max_depth: Deepest self-call frame (0 when ``self_call`` is off).
@@ -89,6 +94,7 @@ class EnvOptions:
     max_rounds: int = 1
     round_discount: float = 0.25
     subpool_size: SubpoolSize = None
+    exclude_subpools: ExcludedSubpools = ()
     show_names: bool = False
     self_call: bool = False
     max_depth: int = 1
@@ -116,6 +122,7 @@ class EnvOptions:
             self._check_template(name, kind)
         if isinstance(self.subpool_size, list):  # from JSON (the CLI, a manifest): keep it hashable
             object.__setattr__(self, "subpool_size", tuple(self.subpool_size))
+        object.__setattr__(self, "exclude_subpools", _excluded_subpools(self.exclude_subpools))
         if isinstance(self.retry, Mapping):
             object.__setattr__(self, "retry", RetryPolicy(**self.retry))
         elif self.retry is None:
@@ -175,3 +182,21 @@ class EnvOptions:
                 out[name] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
         return out
 
+
+def _excluded_subpools(value: Any) -> ExcludedSubpools:
+    """Normalises ``exclude_subpools`` (lists from JSON, any order) to sorted, de-duplicated name tuples.
+
+    Raises:
+        EnvOptionError: Unless it is a list of non-empty lists of worker names.
+    """
+    bad = EnvOptionError(f"exclude_subpools must be a list of worker-name lists, e.g. [['checker', 'flash']], got {value!r}")
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise bad
+    subpools = set()
+    for names in value:
+        if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple)) or not names:
+            raise bad
+        if not all(isinstance(name, str) for name in names) or len(set(names)) != len(names):
+            raise bad
+        subpools.add(tuple(sorted(names)))
+    return tuple(sorted(subpools))

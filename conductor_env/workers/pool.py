@@ -8,9 +8,10 @@ import importlib.resources
 import os
 import random
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from conductor_env.calls import Completion, Message, RetryPolicy
+from conductor_env.subpools import draw_subpool
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.limits import CallLimiter, LocalLimiter
 from conductor_env.workers.retry import with_retries, with_timeout
@@ -97,24 +98,23 @@ class WorkerPool:
         """Makes every later call take its slot from ``limiter`` (e.g. a cluster-wide one)."""
         self.limiter = limiter
 
-    def sample_subpool(self, rng: random.Random, size: int | tuple[int, int] | None) -> tuple[int, ...]:
+    def sample_subpool(
+        self, rng: random.Random, size: int | tuple[int, int] | None, exclude: Collection[tuple[str, ...]] = ()
+    ) -> tuple[int, ...]:
         """Draws the worker indices an episode may use, in the order their ids are shown.
 
         Args:
             rng: The episode's random generator.
             size: ``None`` (the whole pool in canonical order), a fixed size, or a
                 ``(min, max)`` range; the subset is shuffled so shown ids carry no identity.
+            exclude: Sorted worker-name tuples never to show; a draw of one of them is drawn
+                again (:func:`~conductor_env.subpools.check_excluded_subpools` says whether any
+                draw is left).
 
         Returns:
             Canonical worker indices; shown id ``i`` maps to the ``i``-th entry.
         """
-        if size is None:
-            return tuple(range(len(self.specs)))
-        low, high = (size, size) if isinstance(size, int) else size
-        high = min(high, len(self.specs))
-        low = max(1, min(low, high))
-        k = rng.randint(low, high)
-        return tuple(rng.sample(range(len(self.specs)), k))
+        return draw_subpool(rng, [spec.name for spec in self.specs], size, exclude)
 
     async def call(
         self,
