@@ -145,8 +145,26 @@ def summarize(results: str, pool: str = POOL) -> dict[str, Any]:
             part = [r for r in episodes if r["domain"] == domain]
             if part:
                 entry["domains"][domain] = {"n": len(part), "reward": round(sum(float(r["reward"]) for r in part) / len(part), 4), **_strategy(part)}
+        entry["subpools"] = _by_subpool(episodes, oracle)
         summary[policy] = entry
     return summary
+
+
+def _by_subpool(episodes: list[dict[str, Any]], oracle: list[float]) -> dict[str, Any]:
+    """Per shown worker set (sorted names): episodes, mean reward, unparsed share and the oracle's
+    mean on the same episodes (``oracle``: each episode's closed-form best)."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, r in enumerate(episodes):
+        groups[",".join(sorted(r["worker_map"][str(k)] for k in range(len(r["worker_map"]))))].append(i)
+    return {
+        names: {
+            "episodes": len(index),
+            "reward": round(sum(float(episodes[i]["reward"]) for i in index) / len(index), 4),
+            "unparsed": round(sum(episodes[i]["parse_error"] is not None for i in index) / len(index), 3),
+            "oracle_same_episodes": round(sum(oracle[i] for i in index) / len(index), 4),
+        }
+        for names, index in sorted(groups.items())
+    }
 
 
 def markdown(summary: dict[str, Any]) -> str:
@@ -160,6 +178,11 @@ def markdown(summary: dict[str, Any]) -> str:
             shares = ", ".join(f"{k} {v:.2f}" for k, v in d["worker_shares"].items())
             patterns = "; ".join(f"{k} ({v:.2f})" for k, v in d["top_patterns"].items()).replace("|", "\\|")
             lines.append(f"| `{policy}` | {domain} | {d['reward']:.3f} | {d['steps_per_episode']:.2f} | {shares} | {patterns} |")
+    if any(len(e.get("subpools", {})) > 1 for e in summary.values()):
+        lines += ["", "| policy | shown workers | episodes | reward | unparsed | oracle, same episodes |", "|---|---|---|---|---|---|"]
+        for policy, e in summary.items():
+            for names, g in e["subpools"].items():
+                lines.append(f"| `{policy}` | {names} | {g['episodes']} | {g['reward']:.3f} | {g['unparsed']:.3f} | {g['oracle_same_episodes']:.3f} |")
     return "\n".join(lines)
 
 

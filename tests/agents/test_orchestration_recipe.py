@@ -287,3 +287,38 @@ def test_the_probe_reads_the_targets_shares_at_each_branch_of_the_answer_first_p
     assert uniform["Plan: checker=N reads -> flash"] == 0.333 and uniform["P(checker reads flash)"] == 0.167
     # The cheap judge three times in eight targets.
     assert weighted["P(checker reads flash)"] == 0.375 and weighted["Plan: checker=N reads -> flash"] == 0.6
+
+
+def test_the_summary_splits_sub_pool_episodes_by_the_workers_they_showed(recipe, tmp_path):
+    """Point 3's figure: per shown pair, the reward, the share unparsed (a workflow naming a missing
+    id) and the oracle on the same episodes."""
+    from conductor_env.evaluation.records import EpisodeSpec, episode_record, round_record
+
+    bench = bench_module()
+    env = recipe.setup.replace(subpool_size=2).make()
+    records, expected = [], defaultdict(list)
+    try:
+        for seed in range(30):
+            _, info = env.reset(seed=seed)
+            action = build_workflow([(seed % 3, "Solve it.", False)]).render()  # id 2 is missing on a pair
+            _, reward, _, _, step_info = env.step(action)
+            names = ",".join(sorted(info["worker_map"].values()))
+            expected[names].append((reward, bool(step_info["parse_error"])))
+            spec = EpisodeSpec("scripted", seed, info["problem_id"], 0, seed)
+            records.append(episode_record(
+                spec, env_id="Conductor-RG-v0", pool="orchestra-judge", question="", domain=info["domain"],
+                worker_map=info["worker_map"], rounds=[round_record(action, reward, step_info)], wall_s=0.0,
+            ))
+    finally:
+        env.close()
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    summary = bench.summarize(str(results), "orchestra-judge")["scripted"]
+    assert set(summary["subpools"]) == set(expected) == {"checker,flash", "checker,solver", "flash,solver"}
+    for names, outcomes in expected.items():
+        group = summary["subpools"][names]
+        assert group["episodes"] == len(outcomes)
+        assert group["reward"] == pytest.approx(sum(r for r, _ in outcomes) / len(outcomes), abs=1e-4)
+        assert group["unparsed"] == pytest.approx(sum(u for _, u in outcomes) / len(outcomes), abs=1e-3)
+        assert 0 < group["unparsed"] < 1 and group["reward"] < group["oracle_same_episodes"]
+    assert "| `scripted` | checker,flash |" in bench.markdown(bench.summarize(str(results), "orchestra-judge"))
