@@ -15,7 +15,7 @@ from conductor_env.calls import RetryPolicy
 from conductor_env.executor import AnswerFrom
 from conductor_env.prompts import ExampleSelection
 from conductor_env.rewards import REWARD_SCHEMES
-from conductor_env.subpools import SubpoolSize
+from conductor_env.subpools import ExcludedSubpools, SubpoolSize
 from conductor_env.templates import PromptTemplate, TemplateError, load_template
 from conductor_env.workflow import AccessMode, MAX_ACTION_CHARS
 
@@ -26,9 +26,6 @@ MAX_QUESTION_BYTES = 32 * 1024
 #: :data:`~conductor_env.workflow.MAX_ACTION_CHARS` characters (a character takes at most 4 bytes),
 #: so every action the parser reads is in the space; longer ones get the ``too_long`` parse error.
 MAX_ACTION_BYTES = 4 * MAX_ACTION_CHARS
-
-#: Sub-pools an episode never shows, each as the sorted names of its workers.
-ExcludedSubpools = tuple[tuple[str, ...], ...]
 
 
 class EnvOptionError(ValueError, TypeError):
@@ -61,7 +58,7 @@ class EnvOptions:
             sub-pool per episode with renumbered ids.
         exclude_subpools: Worker-name sets an episode never shows (with ``subpool_size``): a drawn
             sub-pool made of exactly those workers, in any order, is drawn again. Hold a sub-pool
-            out of training this way, then evaluate on it (a pool file of just those workers).
+            out of training this way, then evaluate on it alone by excluding every other one.
         show_names: Reveal worker names and descriptions (hidden by default, as in the paper).
         self_call: Offer the Conductor itself as the last worker id.
         max_depth: Deepest self-call frame (0 when ``self_call`` is off).
@@ -194,9 +191,9 @@ def _excluded_subpools(value: Any) -> ExcludedSubpools:
         raise bad
     subpools = set()
     for names in value:
-        if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple)) or not names:
+        if not isinstance(names, (list, tuple)) or not names or len(set(names)) != len(names):
             raise bad
-        if not all(isinstance(name, str) for name in names) or len(set(names)) != len(names):
+        if not all(isinstance(name, str) for name in names):
             raise bad
         subpools.add(tuple(sorted(names)))
     return tuple(sorted(subpools))

@@ -7,7 +7,10 @@ import random
 from collections import Counter
 from typing import Collection, Sequence
 
+#: The ``subpool_size`` option: the whole pool, a size, or a ``(min, max)`` range.
 SubpoolSize = int | tuple[int, int] | None
+#: The ``exclude_subpools`` option: sub-pools never shown, each as the sorted names of its workers.
+ExcludedSubpools = tuple[tuple[str, ...], ...]
 
 
 def subpool_size_range(size: int | tuple[int, int], pool_size: int) -> tuple[int, int]:
