@@ -97,11 +97,16 @@ class ModelPolicy(Policy):
 
 
 def resolve_model_path(model: str) -> str:
-    """Returns a loadable model reference: a known local name is exported once to the cache."""
+    """Returns a loadable model reference: a known local name is exported once to the cache, and
+    a LoRA adapter folder (``train export-adapter``'s, a shipped Conductor's) is merged into its
+    base once, so training can go on from it."""
     from conductor_env.workers import local_models as models
+    from conductor_env.workers.local_adapter import is_adapter_folder, merged_model_folder
 
     if model in models.MODELS:
         return str(models.ensure_model(model))
+    if is_adapter_folder(model):
+        return str(merged_model_folder(model))
     return model
 
 

@@ -114,7 +114,7 @@ def _add_recipe_arguments(grpo: argparse.ArgumentParser) -> None:
     """Adds the ``train grpo`` flags that override the profile's recipe fields."""
     add = grpo.add_argument
     unset = argparse.SUPPRESS  # a flag not given leaves the profile's value
-    add("--model", default=unset, help=f"local model name (see `conductor-env models`), model folder or hub id ({_default('model')})")
+    add("--model", default=unset, help=f"local model name (see `conductor-env models`), model folder, LoRA adapter folder (merged into its base once) or hub id ({_default('model')})")
     add("--env", default=unset, help=f"gym id (Conductor-RG-v0, ...) or suite name ({_default('env')})")
     add("--pool", default=unset, help=f"worker pool preset or .toml path ({_default('pool')})")
     add("--split", default=unset, help=f"training split ({_default('split')})")

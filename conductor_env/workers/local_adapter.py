@@ -5,12 +5,16 @@ A folder holding PEFT's ``adapter_config.json`` (e.g. one written by
 ``base_model_name_or_path`` (a local model name such as ``gemma3-270m``, exported on first use by
 :func:`~conductor_env.workers.local_models.resolve_model`, or a model folder). Loading it loads that
 base, applies the adapter with PEFT and merges it, so generation runs at the base model's speed.
-The base's tokenizer is used.
+The base's tokenizer is used. Code that needs a plain model folder (GRPO training from a shipped
+or exported adapter) gets one from :func:`merged_model_folder`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +84,49 @@ def load_causal_lm(folder: str | Path, *, dtype: Any) -> Any:
         ) from error
     model = AutoModelForCausalLM.from_pretrained(str(base), dtype=dtype, local_files_only=True)
     return PeftModel.from_pretrained(model, str(folder), is_trainable=False).merge_and_unload()
+
+
+def merged_model_folder(folder: str | Path, *, cache: str | Path | None = None) -> Path:
+    """Returns a full model folder for ``folder``: itself, or for an adapter its base with it merged.
+
+    The merged model and the base's tokenizer are written once, under a name made from the
+    adapter's files and its base, and found there on later calls.
+
+    Args:
+        folder: A ``transformers`` model folder or a PEFT LoRA adapter folder.
+        cache: Where merged models are kept (default: ``merged/`` in the conductor-env cache).
+
+    Returns:
+        A folder ``from_pretrained`` loads as a plain causal LM.
+
+    Raises:
+        WorkerError: When the adapter needs ``peft`` or its config is bad.
+        ModelExportError: When the adapter's base is neither a known local model nor a folder.
+    """
+    from conductor_env.workers.local_models import cache_dir
+
+    base = adapter_base_path(folder)
+    if base is None:
+        return Path(folder)
+    digest = hashlib.sha256(str(base.resolve()).encode())
+    for path in sorted(Path(folder).iterdir()):
+        if path.is_file() and path.suffix in (".json", ".safetensors", ".bin"):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    out = Path(cache) if cache is not None else cache_dir() / "merged"
+    out = out / digest.hexdigest()[:20]
+    if (out / "config.json").is_file():
+        return out
+    import torch
+    from transformers import AutoTokenizer
+
+    partial = out.with_name(f"{out.name}.partial-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    load_causal_lm(folder, dtype=torch.float32).save_pretrained(str(partial))
+    AutoTokenizer.from_pretrained(str(base), local_files_only=True).save_pretrained(str(partial))
+    try:
+        partial.rename(out)  # whole or not at all: a crash mid-write leaves only the partial folder
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)  # another process merged it first
+        if not (out / "config.json").is_file():
+            raise
+    return out

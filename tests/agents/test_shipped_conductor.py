@@ -60,3 +60,32 @@ def test_it_loads_on_the_local_backend_and_routes_by_name_on_any_order_of_the_po
     # Trained: language goes to the cheap language worker, reasoning to the specialist, by name.
     assert chosen["language"].count("flash") >= 0.75 * len(chosen["language"])
     assert chosen["reasoning"].count("solver") >= 0.75 * len(chosen["reasoning"])
+
+
+@pytest.mark.slow
+def test_training_can_start_from_the_adapter_merged_once_into_a_plain_model_folder(tmp_path):
+    """``train grpo --model <adapter folder>``: the merged folder loads as a plain model with the
+    adapter's weights, and a second call finds it instead of merging again."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from conductor_env.agents.grpo.model import resolve_model_path
+    from conductor_env.workers.local_adapter import load_causal_lm, merged_model_folder
+    from conductor_env.workers.local_models import ensure_model
+
+    adapter = shipped_conductor(NAME)
+    merged = merged_model_folder(adapter, cache=tmp_path)
+    assert merged.parent == tmp_path and not any(p.name.startswith(merged.name + ".partial") for p in tmp_path.iterdir())
+    written = (merged / "config.json").stat().st_mtime_ns
+    assert merged_model_folder(adapter, cache=tmp_path) == merged and (merged / "config.json").stat().st_mtime_ns == written
+
+    plain = AutoModelForCausalLM.from_pretrained(str(merged), dtype=torch.float32, local_files_only=True)
+    reference = load_causal_lm(adapter, dtype=torch.float32)
+    base = AutoModelForCausalLM.from_pretrained(str(ensure_model("gemma3-270m")), dtype=torch.float32, local_files_only=True)
+    name = "model.layers.17.self_attn.q_proj.weight"  # a weight the adapter changes (top 6 layers)
+    trained, original = plain.state_dict()[name], base.state_dict()[name]
+    assert torch.equal(trained, reference.state_dict()[name]) and not torch.allclose(trained, original)
+    assert AutoTokenizer.from_pretrained(str(merged)).encode("Plan: flash=0.") == AutoTokenizer.from_pretrained(str(ensure_model("gemma3-270m"))).encode("Plan: flash=0.")
+    # Without an adapter nothing is written: a model folder or name passes through.
+    assert merged_model_folder(merged, cache=tmp_path) == merged
+    assert resolve_model_path(str(merged)) == str(merged)
