@@ -244,6 +244,31 @@ def training_strategy(rewards_json: str, steps: Sequence[int], *, seed: int = 0)
     return table
 
 
+def training_subpools(episodes_path: str, steps: Sequence[int]) -> dict[str, Any]:
+    """Per shown worker set (sorted names), the sampled training actions of some GRPO steps:
+    episodes, mean reward and the share unparsed (e.g. naming a worker the sub-pool lacks).
+
+    Args:
+        episodes_path: A run's ``rewards.json`` (its ``episodes``) or ``episodes.jsonl``.
+        steps: The GRPO steps to read (0-based, as recorded).
+    """
+    text = Path(episodes_path).read_text(encoding="utf-8")
+    episodes = json.loads(text)["episodes"] if episodes_path.endswith(".json") else [json.loads(line) for line in text.splitlines() if line.strip()]
+    wanted = set(steps)
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for episode in episodes:
+        if episode["step"] in wanted:
+            groups[",".join(sorted(episode["worker_map"].values()))].append(episode)
+    return {
+        names: {
+            "episodes": len(part),
+            "reward": round(sum(e["reward"] for e in part) / len(part), 4),
+            "unparsed": round(sum(bool(e.get("parse_error")) for e in part) / len(part), 3),
+        }
+        for names, part in sorted(groups.items())
+    }
+
+
 def rounds_summary(results: str) -> dict[str, Any]:
     """What a second round changed, per policy (``max_rounds=2`` runs): round-1 and final accuracy,
     how often round 2 kept the answer (empty lists) or wrote a new workflow, the answers it fixed or

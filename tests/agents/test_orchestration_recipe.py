@@ -322,3 +322,21 @@ def test_the_summary_splits_sub_pool_episodes_by_the_workers_they_showed(recipe,
         assert group["unparsed"] == pytest.approx(sum(u for _, u in outcomes) / len(outcomes), abs=1e-3)
         assert 0 < group["unparsed"] < 1 and group["reward"] < group["oracle_same_episodes"]
     assert "| `scripted` | checker,flash |" in bench.markdown(bench.summarize(str(results), "orchestra-judge"))
+
+
+@pytest.mark.parametrize("file_name", ["rewards.json", "episodes.jsonl"])
+def test_training_samples_split_by_the_sub_pool_each_group_was_shown(tmp_path, file_name):
+    bench = bench_module()
+    def episode(step, names, reward, parse_error=None):
+        return {"step": step, "worker_map": {str(i): n for i, n in enumerate(names)}, "reward": reward, "parse_error": parse_error}
+    episodes = [
+        episode(0, ["solver", "checker"], 0.9), episode(0, ["checker", "solver"], 0.0, "bad_worker_id"),
+        episode(1, ["flash", "checker", "solver"], 0.8), episode(2, ["flash", "checker"], 0.5),
+    ]
+    path = tmp_path / file_name
+    path.write_text(json.dumps({"episodes": episodes}) if file_name.endswith(".json") else "".join(json.dumps(e) + "\n" for e in episodes))
+    table = bench.training_subpools(str(path), [0, 1])
+    assert table == {
+        "checker,flash,solver": {"episodes": 1, "reward": 0.8, "unparsed": 0.0},
+        "checker,solver": {"episodes": 2, "reward": 0.45, "unparsed": 0.5},  # shown in either order: one set
+    }
