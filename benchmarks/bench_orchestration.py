@@ -150,21 +150,27 @@ def summarize(results: str, pool: str = POOL) -> dict[str, Any]:
     return summary
 
 
-def _by_subpool(episodes: list[dict[str, Any]], oracle: list[float]) -> dict[str, Any]:
-    """Per shown worker set (sorted names): episodes, mean reward, unparsed share and the oracle's
-    mean on the same episodes (``oracle``: each episode's closed-form best)."""
+def shown_set(worker_map: dict[str, str]) -> str:
+    """An episode's shown workers as one key, their sorted names (``checker,flash``): the same set in any id order."""
+    return ",".join(sorted(worker_map.values()))
+
+
+def _by_subpool(episodes: list[dict[str, Any]], oracle: list[float] | None = None) -> dict[str, Any]:
+    """Per shown worker set: episodes, mean reward, the share unparsed and, given ``oracle`` (each
+    episode's closed-form best), the oracle's mean on the same episodes."""
     groups: dict[str, list[int]] = defaultdict(list)
-    for i, r in enumerate(episodes):
-        groups[",".join(sorted(r["worker_map"][str(k)] for k in range(len(r["worker_map"]))))].append(i)
-    return {
-        names: {
+    for i, episode in enumerate(episodes):
+        groups[shown_set(episode["worker_map"])].append(i)
+    table = {}
+    for names, index in sorted(groups.items()):
+        table[names] = {
             "episodes": len(index),
             "reward": round(sum(float(episodes[i]["reward"]) for i in index) / len(index), 4),
-            "unparsed": round(sum(episodes[i]["parse_error"] is not None for i in index) / len(index), 3),
-            "oracle_same_episodes": round(sum(oracle[i] for i in index) / len(index), 4),
+            "unparsed": round(sum(bool(episodes[i].get("parse_error")) for i in index) / len(index), 3),
         }
-        for names, index in sorted(groups.items())
-    }
+        if oracle is not None:
+            table[names]["oracle_same_episodes"] = round(sum(oracle[i] for i in index) / len(index), 4)
+    return table
 
 
 def markdown(summary: dict[str, Any]) -> str:
@@ -255,18 +261,7 @@ def training_subpools(episodes_path: str, steps: Sequence[int]) -> dict[str, Any
     text = Path(episodes_path).read_text(encoding="utf-8")
     episodes = json.loads(text)["episodes"] if episodes_path.endswith(".json") else [json.loads(line) for line in text.splitlines() if line.strip()]
     wanted = set(steps)
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for episode in episodes:
-        if episode["step"] in wanted:
-            groups[",".join(sorted(episode["worker_map"].values()))].append(episode)
-    return {
-        names: {
-            "episodes": len(part),
-            "reward": round(sum(e["reward"] for e in part) / len(part), 4),
-            "unparsed": round(sum(bool(e.get("parse_error")) for e in part) / len(part), 3),
-        }
-        for names, part in sorted(groups.items())
-    }
+    return _by_subpool([episode for episode in episodes if episode["step"] in wanted])
 
 
 def rounds_summary(results: str) -> dict[str, Any]:
