@@ -258,10 +258,37 @@ def training_subpools(episodes_path: str, steps: Sequence[int]) -> dict[str, Any
         episodes_path: A run's ``rewards.json`` (its ``episodes``) or ``episodes.jsonl``.
         steps: The GRPO steps to read (0-based, as recorded).
     """
-    text = Path(episodes_path).read_text(encoding="utf-8")
-    episodes = json.loads(text)["episodes"] if episodes_path.endswith(".json") else [json.loads(line) for line in text.splitlines() if line.strip()]
     wanted = set(steps)
-    return _by_subpool([episode for episode in episodes if episode["step"] in wanted])
+    return _by_subpool([episode for episode in _training_episodes(episodes_path) if episode["step"] in wanted])
+
+
+def training_oracle(episodes_path: str, pool: str = POOL) -> list[float]:
+    """Per GRPO step, the closed-form oracle's mean over that step's sampled episodes, each on the
+    workers it showed: the ceiling of the batch reward when training mixes in smaller sub-pools,
+    whose oracle is lower than the whole pool's.
+
+    Args:
+        episodes_path: A run's ``rewards.json`` (its ``episodes``) or ``episodes.jsonl``, whose
+            records keep their ``worker_map``.
+        pool: The run's simulated pool.
+
+    Returns:
+        One value per recorded step, in step order.
+    """
+    from conductor_env.tasks.suites.procedural import DATASET_DOMAINS
+
+    by_step: dict[int, list[float]] = defaultdict(list)
+    for episode in _training_episodes(episodes_path):
+        shown = tuple(sorted(episode["worker_map"].values()))
+        domain = DATASET_DOMAINS.get(episode["problem_id"].split("/")[0], "reasoning")
+        by_step[episode["step"]].append(_oracle_value(pool, shown, domain))
+    return [round(sum(values) / len(values), 4) for _, values in sorted(by_step.items())]
+
+
+def _training_episodes(episodes_path: str) -> list[dict[str, Any]]:
+    """The sampled training episodes of a run: ``rewards.json``'s ``episodes`` or ``episodes.jsonl``'s lines."""
+    text = Path(episodes_path).read_text(encoding="utf-8")
+    return json.loads(text)["episodes"] if episodes_path.endswith(".json") else [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def rounds_summary(results: str) -> dict[str, Any]:

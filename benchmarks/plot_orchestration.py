@@ -5,7 +5,9 @@ the batch mean env reward (each completion's reward is already the mean of its w
 the share of groups whose samples all scored the same (the env reward's own count; for runs that
 predate it, counted from the saved episodes, since TRL's ``frac_reward_zero_std`` measures the
 batch's spread under ``scale_rewards="batch"``). The horizontal lines are the closed-form
-expectations of the oracle, of perfect single-call routing and of the best fixed baseline::
+expectations of the oracle, of perfect single-call routing and of the best fixed baseline on the
+whole pool. A run that trained on smaller sub-pools (``subpool_size``) also gets a dotted line
+in its colour: per step, the oracle on the workers each of its episodes showed, its real ceiling::
 
     python benchmarks/plot_orchestration.py --out benchmarks/results/orchestration_curves.png seed0=RUN0 seed1=RUN1 ...
 
@@ -20,7 +22,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from oracle_orchestration import POOL, oracle_report  # noqa: E402
+from bench_orchestration import training_oracle  # noqa: E402
+from oracle_orchestration import POOL, oracle_report, worker_table  # noqa: E402
 
 from conductor_env.agents.grpo.reward import identical_group_share  # noqa: E402
 
@@ -49,6 +52,16 @@ def identical_groups(run_dir: str) -> list[float]:
     ]
 
 
+def subpool_oracle(run_dir: str, pool: str) -> list[float] | None:
+    """Per step, the oracle on the sub-pools a run's episodes showed (:func:`training_oracle`), or
+    ``None`` when every recorded episode showed the whole pool (or none kept its ``worker_map``)."""
+    episodes = json.loads((Path(run_dir) / "rewards.json").read_text(encoding="utf-8")).get("episodes", [])
+    size = len(worker_table(pool))
+    if not episodes or any("worker_map" not in e for e in episodes) or all(len(e["worker_map"]) == size for e in episodes):
+        return None
+    return training_oracle(str(Path(run_dir) / "rewards.json"), pool)
+
+
 def main(argv: list[str] | None = None) -> None:
     import matplotlib
 
@@ -66,7 +79,10 @@ def main(argv: list[str] | None = None) -> None:
     for spec in args.runs:
         name, run_dir = spec.split("=", 1)
         values = per_step(run_dir, "rewards/conductor_env/mean")
-        rewards.plot(range(1, len(values) + 1), values, marker="o", ms=3, label=name)
+        (line,) = rewards.plot(range(1, len(values) + 1), values, marker="o", ms=3, label=name)
+        ceiling = subpool_oracle(run_dir, args.pool)
+        if ceiling is not None:
+            rewards.plot(range(1, len(ceiling) + 1), ceiling, ls=":", lw=1, color=line.get_color(), label=f"{name}: oracle on its shown sub-pools")
         zero = identical_groups(run_dir)
         flat.plot(range(1, len(zero) + 1), zero, marker="o", ms=3, label=name)
     for value, label, colour in ((means["oracle"], "oracle", "#2a2"), (means["routing_oracle"], "best single call per domain", "#27c"), (best_baseline, "best fixed baseline", "#c44")):

@@ -3,6 +3,7 @@ the ``orchestra`` pool checked against episodes played in the real env."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import re
@@ -340,3 +341,37 @@ def test_training_samples_split_by_the_sub_pool_each_group_was_shown(tmp_path, f
         "checker,flash,solver": {"episodes": 1, "reward": 0.8, "unparsed": 0.0},
         "checker,solver": {"episodes": 2, "reward": 0.45, "unparsed": 0.5},  # shown in either order: one set
     }
+
+
+def test_training_oracle_is_the_ceiling_of_the_sub_pools_each_step_showed(tmp_path):
+    bench = bench_module()
+    oracle = importlib.import_module("oracle_orchestration")  # on sys.path once bench_orchestration is loaded
+    report = oracle.oracle_report("orchestra-judge")["domains"]
+    def episode(step, problem_id, names):
+        return {"step": step, "problem_id": problem_id, "worker_map": {str(i): n for i, n in enumerate(names)}, "reward": 0.0}
+    episodes = [
+        episode(0, "gcd/train/1", ["flash", "solver", "checker"]), episode(0, "spell_backward/train/2", ["checker", "flash", "solver"]),
+        episode(1, "gcd/train/3", ["flash", "solver"]), episode(2, "gcd/train/3", ["solver", "flash"]),
+    ]
+    path = tmp_path / "rewards.json"
+    path.write_text(json.dumps({"episodes": episodes}))
+    whole, pair, same_pair = bench.training_oracle(str(path), "orchestra-judge")
+    assert whole == pytest.approx((report["math"]["oracle"]["reward"] + report["language"]["oracle"]["reward"]) / 2, abs=1e-4)
+    # Without the checker there is no judge: math's ceiling falls below the whole pool's, to at least the best single call.
+    assert max(report["math"]["baselines"]["single:0"], report["math"]["baselines"]["single:1"]) <= pair < report["math"]["oracle"]["reward"]
+    assert same_pair == pair  # the same set shown in another id order
+
+
+def test_training_curves_draw_a_sub_pool_ceiling_only_for_runs_that_trained_on_sub_pools(tmp_path):
+    bench_module()  # puts benchmarks/ on sys.path
+    spec = importlib.util.spec_from_file_location("plot_orchestration", ROOT / "benchmarks" / "plot_orchestration.py")
+    plot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plot)
+    for name, maps in (("whole", [["flash", "solver", "checker"]] * 2), ("mixed", [["flash", "solver", "checker"], ["flash", "solver"]])):
+        run = tmp_path / name
+        run.mkdir()
+        episodes = [{"step": i, "problem_id": "gcd/train/1", "worker_map": dict(enumerate(m)), "reward": 0.5} for i, m in enumerate(maps)]
+        (run / "rewards.json").write_text(json.dumps({"episodes": episodes, "log_history": []}))
+    assert plot.subpool_oracle(str(tmp_path / "whole"), "orchestra-judge") is None
+    ceiling = plot.subpool_oracle(str(tmp_path / "mixed"), "orchestra-judge")
+    assert len(ceiling) == 2 and ceiling[1] < ceiling[0]
