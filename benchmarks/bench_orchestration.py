@@ -217,7 +217,6 @@ def training_strategy(rewards_json: str, steps: Sequence[int], *, seed: int = 0)
     """Per domain, the sampled training actions of some GRPO steps (``rewards.json``'s episodes):
     mean reward, parse rate, steps per parsed workflow and the top worker patterns (by name: each
     episode's ``worker_map``, or the recipe's rows with ``seed`` when the records lack it)."""
-    from conductor_env.tasks.suites.procedural import DATASET_DOMAINS
     from conductor_env.workflow import WorkflowError, parse_workflow
 
     wanted = set(steps)
@@ -226,7 +225,7 @@ def training_strategy(rewards_json: str, steps: Sequence[int], *, seed: int = 0)
     fallback = _recorded_worker_maps(seed) if any(not e.get("worker_map") for e in episodes_all) else {}
     for episode in episodes_all:
         if episode["step"] in wanted:
-            by_domain[DATASET_DOMAINS.get(episode["problem_id"].split("/")[0], "reasoning")].append(episode)
+            by_domain[_training_domain(episode["problem_id"])].append(episode)
     table: dict[str, Any] = {}
     for domain in DOMAINS:
         episodes = by_domain.get(domain, [])
@@ -275,14 +274,23 @@ def training_oracle(episodes_path: str, pool: str = POOL) -> list[float]:
     Returns:
         One value per recorded step, in step order.
     """
+    return oracle_per_step(_training_episodes(episodes_path), pool)
+
+
+def oracle_per_step(episodes: Iterable[dict[str, Any]], pool: str = POOL) -> list[float]:
+    """:func:`training_oracle` of episodes already read."""
+    by_step: dict[int, list[float]] = defaultdict(list)
+    for episode in episodes:
+        shown = tuple(sorted(episode["worker_map"].values()))
+        by_step[episode["step"]].append(_oracle_value(pool, shown, _training_domain(episode["problem_id"])))
+    return [round(sum(values) / len(values), 4) for _, values in sorted(by_step.items())]
+
+
+def _training_domain(problem_id: str) -> str:
+    """The domain of a training record's problem (``gcd/train/3`` -> ``math``)."""
     from conductor_env.tasks.suites.procedural import DATASET_DOMAINS
 
-    by_step: dict[int, list[float]] = defaultdict(list)
-    for episode in _training_episodes(episodes_path):
-        shown = tuple(sorted(episode["worker_map"].values()))
-        domain = DATASET_DOMAINS.get(episode["problem_id"].split("/")[0], "reasoning")
-        by_step[episode["step"]].append(_oracle_value(pool, shown, domain))
-    return [round(sum(values) / len(values), 4) for _, values in sorted(by_step.items())]
+    return DATASET_DOMAINS.get(problem_id.split("/")[0], "reasoning")
 
 
 def _training_episodes(episodes_path: str) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_orchestration import training_oracle  # noqa: E402
+from bench_orchestration import oracle_per_step  # noqa: E402
 from oracle_orchestration import POOL, oracle_report, worker_table  # noqa: E402
 
 from conductor_env.agents.grpo.reward import identical_group_share  # noqa: E402
@@ -53,13 +53,13 @@ def identical_groups(run_dir: str) -> list[float]:
 
 
 def subpool_oracle(run_dir: str, pool: str) -> list[float] | None:
-    """Per step, the oracle on the sub-pools a run's episodes showed (:func:`training_oracle`), or
+    """Per step, the oracle on the sub-pools a run's episodes showed (``bench_orchestration.oracle_per_step``), or
     ``None`` when every recorded episode showed the whole pool (or none kept its ``worker_map``)."""
     episodes = json.loads((Path(run_dir) / "rewards.json").read_text(encoding="utf-8")).get("episodes", [])
     size = len(worker_table(pool))
     if not episodes or any("worker_map" not in e for e in episodes) or all(len(e["worker_map"]) == size for e in episodes):
         return None
-    return training_oracle(str(Path(run_dir) / "rewards.json"), pool)
+    return oracle_per_step(episodes, pool)
 
 
 def main(argv: list[str] | None = None) -> None:
