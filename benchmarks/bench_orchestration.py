@@ -213,10 +213,24 @@ def _recorded_worker_maps(seed: int) -> dict[str, dict[int, str]]:
         factory.close()
 
 
-def training_strategy(rewards_json: str, steps: Sequence[int], *, seed: int = 0) -> dict[str, Any]:
+def training_strategy(
+    rewards_json: str, steps: Sequence[int], *, seed: int = 0, shown: Sequence[str] | None = None
+) -> dict[str, Any]:
     """Per domain, the sampled training actions of some GRPO steps (``rewards.json``'s episodes):
     mean reward, parse rate, steps per parsed workflow and the top worker patterns (by name: each
-    episode's ``worker_map``, or the recipe's rows with ``seed`` when the records lack it)."""
+    episode's ``worker_map``, or the recipe's rows with ``seed`` when the records lack it).
+
+    Args:
+        rewards_json: A run's ``rewards.json``.
+        steps: The GRPO steps to read (0-based, as recorded).
+        seed: The recipe's seed, to rebuild worker maps that older records lack.
+        shown: Only the episodes shown exactly these workers (any order), e.g. the whole pool of a
+            run that mixes in sub-pools, where a pair's patterns would otherwise mix in (on a pair
+            without the checker, the checker cannot judge). ``None`` reads every episode.
+
+    Returns:
+        One row per domain.
+    """
     from conductor_env.workflow import WorkflowError, parse_workflow
 
     wanted = set(steps)
@@ -224,7 +238,8 @@ def training_strategy(rewards_json: str, steps: Sequence[int], *, seed: int = 0)
     episodes_all = json.loads(Path(rewards_json).read_text(encoding="utf-8"))["episodes"]
     fallback = _recorded_worker_maps(seed) if any(not e.get("worker_map") for e in episodes_all) else {}
     for episode in episodes_all:
-        if episode["step"] in wanted:
+        names = (episode.get("worker_map") or fallback[episode["problem_id"]]).values()
+        if episode["step"] in wanted and (shown is None or sorted(names) == sorted(shown)):
             by_domain[_training_domain(episode["problem_id"])].append(episode)
     table: dict[str, Any] = {}
     for domain in DOMAINS:

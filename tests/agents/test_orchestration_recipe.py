@@ -343,6 +343,28 @@ def test_training_samples_split_by_the_sub_pool_each_group_was_shown(tmp_path, f
     }
 
 
+def test_training_strategy_can_read_one_shown_worker_set_alone(tmp_path):
+    bench = bench_module()
+    judged = build_workflow([(1, "Try.", False), (1, "Try again.", False), (0, "Judge.", True)]).render()
+    alone = build_workflow([(1, "Solve it.", False)]).render()
+    def episode(step, names, action, reward):
+        return {"step": step, "problem_id": "gcd/train/1", "worker_map": {str(i): n for i, n in enumerate(names)}, "action": action, "reward": reward}
+    episodes = [
+        episode(0, ["checker", "flash"], judged, 0.4),  # on this pair the checker is the only judge
+        episode(0, ["checker", "flash", "solver"], alone, 0.7),
+        episode(0, ["solver", "flash", "checker"], judged, 0.9),  # the whole pool, shown in another order
+        episode(1, ["checker", "flash", "solver"], judged, 0.1),  # a step not asked for
+    ]
+    path = tmp_path / "rewards.json"
+    path.write_text(json.dumps({"episodes": episodes}))
+    mixed = bench.training_strategy(str(path), [0])["math"]
+    whole = bench.training_strategy(str(path), [0], shown=["flash", "solver", "checker"])["math"]
+    assert mixed["episodes"] == 3 and mixed["top_patterns"]["flash,flash,checker | -,-,all"] == pytest.approx(0.333, abs=1e-3)
+    assert whole["episodes"] == 2 and whole["reward"] == pytest.approx(0.8)
+    assert whole["top_patterns"] == {"flash | -": 0.5, "flash,flash,solver | -,-,all": 0.5}
+    assert bench.training_strategy(str(path), [0], shown=["flash", "solver"])["math"]["episodes"] == 0
+
+
 def test_training_oracle_is_the_ceiling_of_the_sub_pools_each_step_showed(tmp_path):
     bench = bench_module()
     oracle = importlib.import_module("oracle_orchestration")  # on sys.path once bench_orchestration is loaded
