@@ -150,6 +150,41 @@ def summarize(results: str, pool: str = POOL) -> dict[str, Any]:
     return summary
 
 
+def paired_gaps(results: str, baseline_results: str, policy: str) -> dict[str, Any]:
+    """How far one policy is above each policy of another run on the same questions: per question,
+    its mean reward minus the other's (each over its samples), then the mean gap and a normal 95%
+    interval over questions. Pairing by question removes the questions' own spread, so the interval
+    is narrower than comparing two separate intervals; an interval above 0 means beaten.
+
+    Args:
+        results: The ``results.jsonl`` holding ``policy`` (e.g. ``llm:DIR``).
+        baseline_results: A ``results.jsonl`` of the baselines on the same split (it may be ``results``).
+        policy: The policy to compare.
+
+    Returns:
+        Per other policy: ``questions`` (those both played), ``gap`` and ``ci95``.
+    """
+    def per_question(path: str) -> dict[str, dict[str, list[float]]]:
+        table: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                table[row["policy"]][row["problem_id"]].append(float(row["reward"]))
+        return table
+
+    mine = per_question(results).get(policy)
+    if not mine:
+        raise ValueError(f"{results} has no episodes of {policy!r}")
+    gaps: dict[str, Any] = {}
+    for other, theirs in per_question(baseline_results).items():
+        shared = sorted(set(mine) & set(theirs))
+        if other == policy or not shared:
+            continue
+        mean, low, high = interval([sum(mine[q]) / len(mine[q]) - sum(theirs[q]) / len(theirs[q]) for q in shared])
+        gaps[other] = {"questions": len(shared), "gap": round(mean, 4), "ci95": [round(low, 4), round(high, 4)]}
+    return gaps
+
+
 def shown_set(worker_map: dict[str, str]) -> str:
     """An episode's shown workers as one key, their sorted names (``checker,flash``): the same set in any id order."""
     return ",".join(sorted(worker_map.values()))
@@ -376,6 +411,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--env-option", action="append", default=[], metavar="KEY=VALUE",
         help="more env options, e.g. exclude_subpools='[[\"flash\",\"solver\"]]' to evaluate on the sub-pools left (repeatable)",
     )
+    parser.add_argument(
+        "--paired-with", default=None, metavar="DIR",
+        help="an eval folder of the baselines on the same split: also report each trained policy's per-question gap to each of them",
+    )
     parser.add_argument("--json", default=None)
     parser.add_argument("--check-closed-form", action="store_true", help="compare the baselines' simulated rewards with the closed form instead")
     args = parser.parse_args(argv)
@@ -400,6 +439,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         report["env_options"] = args.env_option
     if not_applicable:
         report["not_applicable"] = not_applicable
+    if args.paired_with:
+        baseline_results = str(Path(args.paired_with) / "results.jsonl")
+        report["paired_gaps"] = {}
+        for policy in (p for p in policies if p.startswith("llm:")):
+            gaps = paired_gaps(str(Path(args.out) / "results.jsonl"), baseline_results, policy)
+            report["paired_gaps"][policy] = gaps
+            for other, g in gaps.items():
+                print(f"{policy} minus {other}: {g['gap']:+.3f} ({g['ci95'][0]:+.3f} to {g['ci95'][1]:+.3f}) over {g['questions']} questions")
     if args.max_rounds > 1:
         report["second_round"] = rounds_summary(str(Path(args.out) / "results.jsonl"))
         print(json.dumps(report["second_round"], indent=1))

@@ -365,6 +365,28 @@ def test_training_strategy_can_read_one_shown_worker_set_alone(tmp_path):
     assert bench.training_strategy(str(path), [0], shown=["flash", "solver"])["math"]["episodes"] == 0
 
 
+def test_paired_gaps_compare_policies_question_by_question(tmp_path):
+    bench = bench_module()
+    def write(name, rows):
+        path = tmp_path / name
+        path.write_text("".join(json.dumps({"policy": p, "problem_id": q, "reward": r}) + "\n" for p, q, r in rows))
+        return str(path)
+    trained = write("trained.jsonl", [("llm:T", "q1", 0.9), ("llm:T", "q2", 0.5), ("llm:T", "q3", 0.7)])
+    baselines = write("baselines.jsonl", [
+        ("single:0", "q1", 0.8), ("single:0", "q1", 0.6), ("single:0", "q2", 0.4), ("single:0", "q3", 0.6), ("single:0", "q4", 0.0),
+        ("moa:2", "q1", 1.0), ("moa:2", "q2", 1.0), ("moa:2", "q3", 1.0), ("other", "q9", 1.0),
+    ])
+    gaps = bench.paired_gaps(trained, baselines, "llm:T")
+    assert set(gaps) == {"single:0", "moa:2"}  # "other" played none of the same questions
+    # Per question: q1 0.9 - 0.7, q2 0.5 - 0.4, q3 0.7 - 0.6; q4 was not played by llm:T.
+    assert gaps["single:0"]["questions"] == 3 and gaps["single:0"]["gap"] == pytest.approx(0.1333, abs=1e-4)
+    low, high = gaps["single:0"]["ci95"]
+    assert 0 < low < 0.1333 < high  # every question's gap is positive, but three questions leave some doubt
+    assert gaps["moa:2"]["gap"] == pytest.approx(-0.3) and gaps["moa:2"]["ci95"][1] < 0  # beaten by it
+    with pytest.raises(ValueError, match="no episodes"):
+        bench.paired_gaps(trained, baselines, "llm:missing")
+
+
 def test_training_oracle_is_the_ceiling_of_the_sub_pools_each_step_showed(tmp_path):
     bench = bench_module()
     oracle = importlib.import_module("oracle_orchestration")  # on sys.path once bench_orchestration is loaded
