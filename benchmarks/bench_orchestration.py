@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -183,6 +184,44 @@ def paired_gaps(results: str, baseline_results: str, policy: str) -> dict[str, A
         mean, low, high = interval([sum(mine[q]) / len(mine[q]) - sum(theirs[q]) / len(theirs[q]) for q in shared])
         gaps[other] = {"questions": len(shared), "gap": round(mean, 4), "ci95": [round(low, 4), round(high, 4)]}
     return gaps
+
+
+_PLAN_LINE = re.compile(r"Plan: ([^\n]*)")
+_PLAN_WORKER = re.compile(r"([A-Za-z_][\w-]*)=\d+")
+
+
+def planned_workers(action: str) -> list[str] | None:
+    """The worker names an action's plan line names (``Plan: checker=2 reads flash=0, flash=0.``
+    gives ``["checker", "flash", "flash"]``), or None when it has no plan line."""
+    line = _PLAN_LINE.search(action or "")
+    return _PLAN_WORKER.findall(line.group(1)) if line else None
+
+
+def plan_code_disagreement(results: str, policy: str) -> dict[str, dict[str, int]]:
+    """How often a Conductor's code runs other workers than its plan line names. The plan line is
+    free text the env ignores; the workflow runs ``model_id``'s ids, so a plan that names the right
+    worker under the wrong id in the code is paid as the worker the code named.
+
+    Args:
+        results: A ``results.jsonl`` holding ``policy``.
+        policy: The policy to read (e.g. ``llm:DIR``).
+
+    Returns:
+        Per domain: ``episodes`` (parsed, with a plan line) and ``disagree`` (those whose run
+        workers, as a multiset, differ from the planned ones).
+    """
+    table: dict[str, dict[str, int]] = defaultdict(lambda: {"episodes": 0, "disagree": 0})
+    for line in Path(results).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line) if line.strip() else None
+        if not row or row["policy"] != policy or not row.get("workflow") or not row["workflow"]["steps"]:
+            continue
+        planned = planned_workers(row.get("action", ""))
+        if planned is None:
+            continue
+        ran = [row["worker_map"].get(str(step["worker"]), "?") for step in row["workflow"]["steps"]]
+        table[row["domain"]]["episodes"] += 1
+        table[row["domain"]]["disagree"] += sorted(planned) != sorted(ran)
+    return dict(table)
 
 
 def shown_set(worker_map: dict[str, str]) -> str:
@@ -447,6 +486,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             report["paired_gaps"][policy] = gaps
             for other, g in gaps.items():
                 print(f"{policy} minus {other}: {g['gap']:+.3f} ({g['ci95'][0]:+.3f} to {g['ci95'][1]:+.3f}) over {g['questions']} questions")
+    trained = [p for p in policies if p.startswith("llm:")]
+    if trained:
+        report["plan_code_disagreement"] = {p: plan_code_disagreement(str(Path(args.out) / "results.jsonl"), p) for p in trained}
+        for policy, table in report["plan_code_disagreement"].items():
+            print(f"{policy}: code runs other workers than the plan names in " + ", ".join(f"{d} {t['disagree']}/{t['episodes']}" for d, t in table.items()))
     if args.max_rounds > 1:
         report["second_round"] = rounds_summary(str(Path(args.out) / "results.jsonl"))
         print(json.dumps(report["second_round"], indent=1))

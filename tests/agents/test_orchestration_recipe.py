@@ -387,6 +387,32 @@ def test_paired_gaps_compare_policies_question_by_question(tmp_path):
         bench.paired_gaps(trained, baselines, "llm:missing")
 
 
+def test_plan_code_disagreement_counts_plans_whose_code_runs_other_workers(tmp_path):
+    bench = bench_module()
+    canonical = {"0": "flash", "1": "solver", "2": "checker"}
+    def row(policy, domain, action, ids, worker_map=canonical):
+        workflow = {"access_mode": "binary", "steps": [{"worker": i, "subtask": "Solve it.", "access": []} for i in ids]} if ids is not None else None
+        return {"policy": policy, "domain": domain, "action": action, "workflow": workflow, "worker_map": worker_map}
+    judged = "Domain: math. Plan: checker=2 reads flash=0, flash=0.\nmodel_id = [0, 0, {}]"
+    rows = [
+        row("llm:T", "math", judged.format(2), [0, 0, 2]),  # the code runs what the plan names
+        row("llm:T", "math", judged.format(1), [0, 0, 1]),  # the judge's id miscopied: solver judges
+        row("llm:T", "math", "Domain: math. Plan: checker=0 reads flash=2, flash=2.", [2, 2, 0], {"0": "checker", "1": "solver", "2": "flash"}),
+        row("llm:T", "language", "Domain: language. Plan: flash=0.\nmodel_id = [0]", [0]),
+        row("llm:T", "language", "model_id = [0]", [0]),  # no plan line: not counted
+        row("llm:T", "reasoning", "Plan: solver=1. garbage", None),  # unparsed: not counted
+        row("single:0", "math", judged.format(1), [0, 0, 1]),  # another policy
+    ]
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert bench.planned_workers(judged) == ["checker", "flash", "flash"]
+    assert bench.planned_workers("model_id = [0]") is None
+    assert bench.plan_code_disagreement(str(path), "llm:T") == {
+        "math": {"episodes": 3, "disagree": 1},
+        "language": {"episodes": 1, "disagree": 0},
+    }
+
+
 def test_training_oracle_is_the_ceiling_of_the_sub_pools_each_step_showed(tmp_path):
     bench = bench_module()
     oracle = importlib.import_module("oracle_orchestration")  # on sys.path once bench_orchestration is loaded
