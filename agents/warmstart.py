@@ -65,6 +65,7 @@ def warm_start_rows(
     plan: bool = False,
     shape_word: bool = False,
     plan_order: str = "steps",
+    id_orders: int = 1,
 ) -> list[list[tuple[str, str]]]:
     """Returns, per problem, ``(prompt, workflow text)`` pairs: one single-step workflow per shown worker.
 
@@ -89,7 +90,13 @@ def warm_start_rows(
         plan_order: The plan's order of workers (:func:`plan_text`): ``steps``, or
             ``answer-first`` (the answering worker, then the steps it reads), which makes the
             plan's first word choose the workflow's shape as well as its answering worker.
+        id_orders: Episodes per problem, each reset under its own seed, so an env that shows
+            random sub-pools (``subpool_size``) shows the same question under several id orders
+            within one group; a batch then holds the same plan under different ids, and copying
+            each name's id from the roster is the only rule that fits every target.
     """
+    if id_orders < 1:
+        raise ValueError(f"id_orders must be at least 1, got {id_orders}")
     if plan_order not in PLAN_ORDERS:
         raise ValueError(f"unknown plan order {plan_order!r}; use one of {list(PLAN_ORDERS)}")
     if shapes is not None and shapes not in WARM_START_SHAPES:
@@ -103,15 +110,18 @@ def warm_start_rows(
     pool_names = [spec.name for spec in env.pool.specs]
     groups = []
     for i, problem in enumerate(problems):
-        observation, info = env.reset(seed=seed + i, options={"problem_id": problem.id})
-        shown = {name: worker_id for worker_id, name in info["worker_map"].items() if name != "conductor"}
-        actions = []
-        for label, names, target in _targets(observation, shown, pool_names, subtask, shape_set, plan_order):
-            lead = [preamble(info)] if preamble is not None else []
-            lead += [f"Shape: {label}."] if shape_word else []
-            lead += [f"Plan: {names}."] if plan else []
-            actions.append("".join(f"{line} " for line in lead).rstrip() + ("\n" if lead else "") + target)
-        groups.append([(prompt_builder(observation), action) for action in actions])
+        group = []
+        for order in range(id_orders):
+            # Order 0 keeps the seeds of a single-order warm start, so its first episodes do not change.
+            observation, info = env.reset(seed=seed + i + order * len(problems), options={"problem_id": problem.id})
+            shown = {name: worker_id for worker_id, name in info["worker_map"].items() if name != "conductor"}
+            prompt = prompt_builder(observation)
+            for label, names, target in _targets(observation, shown, pool_names, subtask, shape_set, plan_order):
+                lead = [preamble(info)] if preamble is not None else []
+                lead += [f"Shape: {label}."] if shape_word else []
+                lead += [f"Plan: {names}."] if plan else []
+                group.append((prompt, "".join(f"{line} " for line in lead).rstrip() + ("\n" if lead else "") + target))
+        groups.append(group)
     return groups
 
 
@@ -156,6 +166,7 @@ def format_warm_start(
     plan: bool = False,
     shape_word: bool = False,
     plan_order: str = "steps",
+    id_orders: int = 1,
     on_step: Callable[[int, float], None] | None = None,
 ) -> Any:
     """Fine-tunes ``model_path`` on rendered valid workflows and returns the merged model.
@@ -178,6 +189,8 @@ def format_warm_start(
         plan: Name the workers before the lists (see :func:`warm_start_rows`).
         shape_word: Name the workflow's shape before the plan (see :func:`warm_start_rows`).
         plan_order: The plan's order of workers (see :func:`warm_start_rows`).
+        id_orders: Id orders per problem (see :func:`warm_start_rows`); a step's batch then
+            holds ``batch_size`` problems under ``id_orders`` orders each.
         on_step: Called after every step with its number (1-based) and loss (e.g. a progress bar).
 
     Returns:
@@ -196,7 +209,7 @@ def format_warm_start(
     base = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).to(device)
     model = get_peft_model(base, lora_config(model_path, r=lora_r, alpha=2 * lora_r, top_layers=lora_top_layers))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=learning_rate)
-    groups = warm_start_rows(factory, limit=limit, seed=seed, prompt_builder=prompt_builder, subtask=subtask, preamble=preamble, shapes=shapes, plan=plan, shape_word=shape_word, plan_order=plan_order)
+    groups = warm_start_rows(factory, limit=limit, seed=seed, prompt_builder=prompt_builder, subtask=subtask, preamble=preamble, shapes=shapes, plan=plan, shape_word=shape_word, plan_order=plan_order, id_orders=id_orders)
     order = random.Random(seed)
     model.train()
     losses = []

@@ -7,13 +7,22 @@ product (the chance that a sample starts ``checker=<id> reads flash``). Beside t
 shares among the warm start's targets (``--shapes``, a key of ``WARM_START_SHAPES``), so these
 show how far the sampled distribution is from the targets' mix (BENCHMARKS.md, runs J and K).
 
+With ``--copy``, it reads instead whether the model copies the plan's ids into the code line: on
+held-out questions with the whole pool shown in a random order, each warm-start target is fed to
+the model in full (teacher-forced), and at each id of its ``model_id`` list the model's
+probability of that id (and whether it is the most likely token) is averaged per role: a
+one-step workflow's worker, an attempt, or the step that answers after reading the attempts
+(the judge or verifier, whose id the plan writes first).
+
     python benchmarks/probe_warm_start.py W/warm_start [--recipe orchestrate-judge] [--n 60] [--shapes orchestrate]
+    python benchmarks/probe_warm_start.py W/warm_start --copy [--n 30] [--shapes orchestrate-cheap-judge]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections import defaultdict
 from typing import Any, Sequence
 
@@ -104,14 +113,91 @@ def probe(model_path: str, recipe_name: str = "orchestrate-judge", n: int = 60) 
     return report
 
 
+def code_ids(action: str) -> list[tuple[int, int, str]]:
+    """The ids of a workflow's ``model_id`` list, each with its character offset and its role.
+
+    Args:
+        action: A workflow text (e.g. a warm-start target).
+
+    Returns:
+        ``(offset, id, role)`` per step, where role is ``single`` (a one-step workflow),
+        ``attempt`` (a step before the last) or ``answer`` (the last step of several);
+        empty when the text has no ``model_id`` list.
+    """
+    match = re.search(r"model_id = \[([\d, ]*)\]", action)
+    if match is None:
+        return []
+    ids = list(re.finditer(r"\d+", match.group(1)))
+    roles = ["single"] if len(ids) == 1 else ["attempt"] * (len(ids) - 1) + ["answer"]
+    return [(match.start(1) + m.start(), int(m.group()), role) for m, role in zip(ids, roles)]
+
+
+def id_copy(model_path: str, recipe_name: str = "orchestrate-judge", n: int = 30, shapes: str = "orchestrate-cheap-judge", subpool_size: int = 3) -> dict[str, dict[str, float]]:
+    """Teacher-forced: how surely the model writes each code-line id its plan names.
+
+    Args:
+        model_path: A saved Conductor.
+        recipe_name: The recipe whose env, prompt, subtask and preamble the targets use.
+        n: Held-out (``validation``) questions, each under one random order of the shown workers.
+        shapes: The warm-start shape set whose targets are read.
+        subpool_size: Workers each question shows (3: the whole pool, renumbered).
+
+    Returns:
+        Per role (see :func:`code_ids`): the ids read, the mean probability of the written id,
+        and the share of ids that are the model's most likely token.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from conductor_env.agents.grpo.model import load_tokenizer
+    from conductor_env.agents.grpo.prompts import prompt_builder_of
+    from conductor_env.agents.grpo.recipe import recipe_from_settings
+    from conductor_env.agents.grpo.reward import EnvFactory
+    from conductor_env.agents.profiles import RECIPES, recipe_settings
+    from conductor_env.agents.warmstart import WARM_START_SUBTASK, warm_start_rows
+
+    tokenizer = load_tokenizer(model_path)
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).eval()
+    settings = recipe_settings(RECIPES[recipe_name], {"split": "validation"})
+    settings["env_options"] = {**settings.get("env_options", {}), "subpool_size": subpool_size, "exclude_subpools": []}
+    recipe = recipe_from_settings(settings)
+    factory = EnvFactory(recipe.setup)
+    try:
+        groups = warm_start_rows(
+            factory, limit=n, prompt_builder=prompt_builder_of(recipe.prompt), subtask=recipe.format_warmup_subtask or WARM_START_SUBTASK,
+            preamble=(lambda info: f"Domain: {info['domain']}.") if recipe.format_warmup_preamble else None,
+            shapes=shapes, plan=True, plan_order=recipe.format_warmup_plan_order,
+        )  # fmt: skip
+    finally:
+        factory.close()
+    read: dict[str, list[tuple[float, bool]]] = defaultdict(list)
+    for group in groups:
+        for prompt, action in dict.fromkeys(group):  # each distinct target once
+            head = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+            encoded = tokenizer(head + action, add_special_tokens=False, return_offsets_mapping=True, return_tensors="pt")
+            spans, length = encoded["offset_mapping"][0].tolist(), encoded["input_ids"].shape[1]
+            tokens = [(next(i for i, (start, end) in enumerate(spans) if start <= len(head) + offset < end), role) for offset, _, role in code_ids(action)]
+            keep = length - min(token for token, _ in tokens) + 1  # logits only from the first id on (the vocabulary is large)
+            with torch.no_grad():
+                logits = model(encoded["input_ids"], logits_to_keep=keep).logits[0].float()
+            for token, role in tokens:
+                probs, target = logits[token - 1 - (length - keep)].softmax(-1), encoded["input_ids"][0, token].item()
+                read[role].append((probs[target].item(), probs.argmax().item() == target))
+    return {role: {"ids": len(v), "p_written": round(sum(p for p, _ in v) / len(v), 3), "argmax_written": round(sum(a for _, a in v) / len(v), 3)} for role, v in read.items()}
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", help="a saved Conductor folder")
     parser.add_argument("--recipe", default="orchestrate-judge")
     parser.add_argument("--n", type=int, default=60, help="training prompts to read")
-    parser.add_argument("--shapes", default="orchestrate", help="the warm start's shape set, for the targets' shares")
+    parser.add_argument("--shapes", default=None, help="the warm start's shape set: for the targets' shares (default orchestrate), or the targets --copy reads (default orchestrate-cheap-judge)")
+    parser.add_argument("--copy", action="store_true", help="read whether the code line copies the plan's ids, on held-out questions with the whole pool renumbered")
     args = parser.parse_args(argv)
-    report: Any = {"targets": target_shares(args.shapes), **probe(args.model, args.recipe, args.n)}
+    if args.copy:
+        report: Any = id_copy(args.model, args.recipe, args.n, args.shapes or "orchestrate-cheap-judge")
+    else:
+        report = {"targets": target_shares(args.shapes or "orchestrate"), **probe(args.model, args.recipe, args.n)}
     print(json.dumps(report, indent=1))
 
 

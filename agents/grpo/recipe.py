@@ -95,6 +95,10 @@ class GRPORecipe:
             (the worker whose answer is the workflow's, then ``reads`` and the steps it reads),
             so the plan's first word chooses the shape with the answering worker
             (:func:`conductor_env.agents.warmstart.plan_text`).
+        format_warmup_id_orders: Episodes per warm-start problem, each under its own random
+            sub-pool order, so the targets show one question under several id orders
+            (:func:`conductor_env.agents.warmstart.warm_start_rows`); each step then costs that
+            many times as much.
         heldout_questions: Questions of ``heldout_split`` on which the model is evaluated before
             and after GRPO (0: no held-out evaluation, as in the paper).
         heldout_split: The held-out split.
@@ -138,6 +142,7 @@ class GRPORecipe:
     format_warmup_plan: bool = False
     format_warmup_shape_word: bool = False
     format_warmup_plan_order: str = "steps"
+    format_warmup_id_orders: int = 1
     heldout_questions: int = 0
     heldout_split: str = "validation"
     heldout_samples: int = 2
@@ -147,7 +152,7 @@ class GRPORecipe:
     trainer_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        """Refuses an unknown warm-start plan order or shape set and a Conductor template with a prefill.
+        """Refuses an unknown warm-start plan order or shape set, fewer than one id order, and a Conductor template with a prefill.
 
         TRL's GRPOTrainer renders a conversational prompt with a fresh generation prompt, so a
         final assistant message would be closed instead of continued; and the completion it
@@ -155,12 +160,14 @@ class GRPORecipe:
 
         Raises:
             ValueError: For an unknown ``format_warmup_plan_order`` or ``format_warmup_shapes``,
-                or a Conductor template with a prefill.
+                a ``format_warmup_id_orders`` below 1, or a Conductor template with a prefill.
         """
         if self.format_warmup_plan_order not in PLAN_ORDERS:
             raise ValueError(f"unknown format_warmup_plan_order {self.format_warmup_plan_order!r}; use one of {list(PLAN_ORDERS)}")
         if self.format_warmup_shapes is not None and self.format_warmup_shapes not in WARM_START_SHAPES:
             raise ValueError(f"unknown format_warmup_shapes {self.format_warmup_shapes!r}; use one of {sorted(WARM_START_SHAPES)}")
+        if self.format_warmup_id_orders < 1:
+            raise ValueError(f"format_warmup_id_orders must be at least 1, got {self.format_warmup_id_orders}")
         template = load_template(self.setup.options.conductor_template, "conductor")
         if template.prefill:
             raise ValueError(

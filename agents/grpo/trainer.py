@@ -248,6 +248,7 @@ def _format_warm_start(
             plan=recipe.format_warmup_plan,
             shape_word=recipe.format_warmup_shape_word,
             plan_order=recipe.format_warmup_plan_order,
+            id_orders=recipe.format_warmup_id_orders,
             on_step=warm_bar.step if warm_bar is not None else None,
         )
     finally:

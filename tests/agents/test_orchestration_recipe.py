@@ -148,9 +148,40 @@ def test_an_answer_first_plan_starts_with_the_answering_worker_and_the_lists_run
         assert first_words == ["flash", "solver", "checker", "checker", "checker", "checker"]
 
 
+def test_id_orders_show_each_question_under_several_orders_and_every_target_copies_its_plans_ids(recipe):
+    factory = EnvFactory(recipe.setup)
+    try:
+        options: dict[str, Any] = {"subtask": "Solve it.", "shapes": "orchestrate-cheap-judge", "plan": True, "plan_order": "answer-first"}
+        single = warm_start_rows(factory, limit=6, seed=4, **options)
+        groups = warm_start_rows(factory, limit=6, seed=4, id_orders=3, **options)
+        with pytest.raises(ValueError, match="id_orders must be at least 1"):
+            warm_start_rows(factory, limit=1, id_orders=0)
+    finally:
+        factory.close()
+    targets = len(WARM_START_SHAPES["orchestrate-cheap-judge"])
+    assert [len(group) for group in groups] == [3 * targets] * 6
+    assert [group[:targets] for group in groups] == single  # the first order is a single-order warm start's
+    orders_per_group = []
+    for group in groups:
+        orders = {tuple(shown_names(prompt).items()) for prompt, _ in group}
+        orders_per_group.append(len(orders))
+        for prompt, action in group:
+            names = shown_names(prompt)
+            planned = re.findall(r"(\w+)=(\d+)", action.split("\n")[0])
+            steps = parse_workflow(action, num_workers=3, max_steps=3).steps
+            # Answer-first: the plan's first pair is the last step's, then the steps it reads.
+            assert [(names[s.worker], s.worker) for s in [steps[-1], *steps[:-1]]] == [(name, int(i)) for name, i in planned]
+    assert max(orders_per_group) > 1  # one question under different ids in the same group
+
+
 def test_the_recipe_refuses_an_unknown_plan_order():
     with pytest.raises(ValueError, match="unknown format_warmup_plan_order"):
         recipe_from_settings({**RECIPES["orchestrate"].settings, "format_warmup_plan_order": "random"})
+
+
+def test_the_recipe_refuses_fewer_than_one_id_order():
+    with pytest.raises(ValueError, match="format_warmup_id_orders must be at least 1"):
+        recipe_from_settings({**RECIPES["orchestrate"].settings, "format_warmup_id_orders": 0})
 
 
 def test_the_recipe_refuses_an_unknown_shape_set():
@@ -288,6 +319,18 @@ def test_the_probe_reads_the_targets_shares_at_each_branch_of_the_answer_first_p
     assert uniform["Plan: checker=N reads -> flash"] == 0.333 and uniform["P(checker reads flash)"] == 0.167
     # The cheap judge three times in eight targets.
     assert weighted["P(checker reads flash)"] == 0.375 and weighted["Plan: checker=N reads -> flash"] == 0.6
+
+
+def test_the_copy_probe_reads_each_code_id_with_its_role():
+    spec = importlib.util.spec_from_file_location("probe_warm_start", ROOT / "benchmarks" / "probe_warm_start.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    judged = "Domain: math. Plan: checker=0 reads flash=2, flash=2.\nmodel_id = [2, 2, 0]\nsubtasks = []"
+    ids = probe.code_ids(judged)
+    assert [(i, role) for _, i, role in ids] == [(2, "attempt"), (2, "attempt"), (0, "answer")]
+    assert all(judged[offset] == str(i) for offset, i, _ in ids)  # offsets point at the code line, not the plan
+    assert [(i, role) for _, i, role in probe.code_ids("Plan: solver=1.\nmodel_id = [1]")] == [(1, "single")]
+    assert probe.code_ids("Plan: solver=1. no lists") == []
 
 
 def test_the_summary_splits_sub_pool_episodes_by_the_workers_they_showed(recipe, tmp_path):

@@ -69,6 +69,7 @@ def test_flags_override_the_profile_and_options_merge():
     assert recipe_from_args(parse("--recipe", "orchestrate", "--format-warmup-shapes", "orchestrate-cheap-judge"), cuda=False).format_warmup_shapes == "orchestrate-cheap-judge"
     with pytest.raises(SystemExit):
         parse("--format-warmup-shapes", "judges")
+    assert recipe_from_args(parse("--recipe", "orchestrate", "--format-warmup-id-orders", "3"), cuda=False).format_warmup_id_orders == 3
 
 
 # ------------------------------------------------------------------------------------ warnings
