@@ -15,7 +15,7 @@ one-step workflow's worker, an attempt, or the step that answers after reading t
 (the judge or verifier, whose id the plan writes first).
 
     python benchmarks/probe_warm_start.py W/warm_start [--recipe orchestrate-judge] [--n 60] [--shapes orchestrate]
-    python benchmarks/probe_warm_start.py W/warm_start --copy [--n 30] [--shapes orchestrate-cheap-judge]
+    python benchmarks/probe_warm_start.py W/warm_start --copy [--n 30] [--shapes orchestrate-cheap-judge] [--plan-order answer-first]
 """
 
 from __future__ import annotations
@@ -132,7 +132,9 @@ def code_ids(action: str) -> list[tuple[int, int, str]]:
     return [(match.start(1) + m.start(), int(m.group()), role) for m, role in zip(ids, roles)]
 
 
-def id_copy(model_path: str, recipe_name: str = "orchestrate-judge", n: int = 30, shapes: str = "orchestrate-cheap-judge", subpool_size: int = 3) -> dict[str, dict[str, float]]:
+def id_copy(
+    model_path: str, recipe_name: str = "orchestrate-judge", n: int = 30, shapes: str = "orchestrate-cheap-judge", plan_order: str = "answer-first", subpool_size: int = 3
+) -> dict[str, dict[str, float]]:
     """Teacher-forced: how surely the model writes each code-line id its plan names.
 
     Args:
@@ -140,6 +142,7 @@ def id_copy(model_path: str, recipe_name: str = "orchestrate-judge", n: int = 30
         recipe_name: The recipe whose env, prompt, subtask and preamble the targets use.
         n: Held-out (``validation``) questions, each under one random order of the shown workers.
         shapes: The warm-start shape set whose targets are read.
+        plan_order: The targets' plan order; use the one the model was warm-started with.
         subpool_size: Workers each question shows (3: the whole pool, renumbered).
 
     Returns:
@@ -166,7 +169,7 @@ def id_copy(model_path: str, recipe_name: str = "orchestrate-judge", n: int = 30
         groups = warm_start_rows(
             factory, limit=n, prompt_builder=prompt_builder_of(recipe.prompt), subtask=recipe.format_warmup_subtask or WARM_START_SUBTASK,
             preamble=(lambda info: f"Domain: {info['domain']}.") if recipe.format_warmup_preamble else None,
-            shapes=shapes, plan=True, plan_order=recipe.format_warmup_plan_order,
+            shapes=shapes, plan=True, plan_order=plan_order,
         )  # fmt: skip
     finally:
         factory.close()
@@ -193,9 +196,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=60, help="training prompts to read")
     parser.add_argument("--shapes", default=None, help="the warm start's shape set: for the targets' shares (default orchestrate), or the targets --copy reads (default orchestrate-cheap-judge)")
     parser.add_argument("--copy", action="store_true", help="read whether the code line copies the plan's ids, on held-out questions with the whole pool renumbered")
+    parser.add_argument("--plan-order", default="answer-first", choices=["steps", "answer-first"], help="with --copy: the plan order the model was warm-started with")
     args = parser.parse_args(argv)
     if args.copy:
-        report: Any = id_copy(args.model, args.recipe, args.n, args.shapes or "orchestrate-cheap-judge")
+        report: Any = id_copy(args.model, args.recipe, args.n, args.shapes or "orchestrate-cheap-judge", args.plan_order)
     else:
         report = {"targets": target_shares(args.shapes or "orchestrate"), **probe(args.model, args.recipe, args.n)}
     print(json.dumps(report, indent=1))
