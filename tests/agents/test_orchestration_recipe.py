@@ -309,10 +309,15 @@ def test_the_summary_reads_two_round_episodes_that_keep_revise_or_fail_to_parse(
     assert (rounds["episodes"], rounds["round2_kept"], rounds["round2_unparsed"]) == (3, 0.3333, 0.3333)  # rounded to 4 places
 
 
-def test_the_probe_reads_the_targets_shares_at_each_branch_of_the_answer_first_plan():
+def probe_module():
     spec = importlib.util.spec_from_file_location("probe_warm_start", ROOT / "benchmarks" / "probe_warm_start.py")
-    probe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(probe)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_probe_reads_the_targets_shares_at_each_branch_of_the_answer_first_plan():
+    probe = probe_module()
     uniform, weighted = probe.target_shares("orchestrate"), probe.target_shares("orchestrate-cheap-judge")
     # Six targets: flash, solver, and four answered by the checker (alone, two judges, a verifier).
     assert uniform["Plan: -> checker"] == 0.667 and uniform["Plan: checker=N -> ."] == 0.25
@@ -322,9 +327,7 @@ def test_the_probe_reads_the_targets_shares_at_each_branch_of_the_answer_first_p
 
 
 def test_the_copy_probe_reads_each_code_id_with_its_role():
-    spec = importlib.util.spec_from_file_location("probe_warm_start", ROOT / "benchmarks" / "probe_warm_start.py")
-    probe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(probe)
+    probe = probe_module()
     judged = "Domain: math. Plan: checker=0 reads flash=2, flash=2.\nmodel_id = [2, 2, 0]\nsubtasks = []"
     ids = probe.code_ids(judged)
     assert [(i, role) for _, i, role in ids] == [(2, "attempt"), (2, "attempt"), (0, "answer")]
