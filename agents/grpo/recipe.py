@@ -73,7 +73,8 @@ class GRPORecipe:
         lora_r: LoRA rank (0: full fine-tuning).
         lora_alpha: LoRA alpha.
         lora_top_layers: Adapt only the top N transformer layers (``None``: all; a cheaper
-            backward pass on a CPU). Also used by the format warm start.
+            backward pass on a CPU). Also used by the format warm start, unless
+            ``format_warmup_all_layers``.
         use_vllm: ``None``: vLLM (colocated) when CUDA and vLLM are available.
         format_warmup_steps: Steps of supervised warm start on rendered valid workflows before
             GRPO (0: none, as in the paper); see :mod:`conductor_env.agents.warmstart`.
@@ -95,6 +96,11 @@ class GRPORecipe:
             (the worker whose answer is the workflow's, then ``reads`` and the steps it reads),
             so the plan's first word chooses the shape with the answering worker
             (:func:`conductor_env.agents.warmstart.plan_text`).
+        format_warmup_all_layers: The format warm start adapts every layer whatever
+            ``lora_top_layers`` says. LoRA on the top 6 of Gemma 3 270M's 18 layers cannot learn
+            to copy the answering worker's id from the front of an answer-first plan to the end
+            of ``model_id``; on all 18 it does (BENCHMARKS.md, "The judge's id"). About twice
+            as slow a step on a CPU.
         format_warmup_id_orders: Episodes per warm-start problem, each under its own random
             sub-pool order, so the targets show one question under several id orders
             (:func:`conductor_env.agents.warmstart.warm_start_rows`); each step then costs that
@@ -142,6 +148,7 @@ class GRPORecipe:
     format_warmup_plan: bool = False
     format_warmup_shape_word: bool = False
     format_warmup_plan_order: str = "steps"
+    format_warmup_all_layers: bool = False
     format_warmup_id_orders: int = 1
     heldout_questions: int = 0
     heldout_split: str = "validation"

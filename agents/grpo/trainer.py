@@ -238,7 +238,7 @@ def _format_warm_start(
             factory,
             steps=recipe.format_warmup_steps,
             learning_rate=recipe.format_warmup_lr,
-            lora_top_layers=recipe.lora_top_layers,
+            lora_top_layers=None if recipe.format_warmup_all_layers else recipe.lora_top_layers,
             seed=recipe.seed,
             limit=recipe.problems,
             prompt_builder=prompt_builder,

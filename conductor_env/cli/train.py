@@ -20,7 +20,7 @@ _RECIPE_FLAGS = (
     "num_generations", "per_device_batch_size", "learning_rate", "lr_scheduler_type", "warmup_ratio",
     "epsilon", "beta", "loss_type", "scale_rewards", "max_completion_length", "temperature",
     "round_discount", "reward_draws", "lora_r", "lora_alpha", "lora_top_layers", "format_warmup_steps", "format_warmup_lr",
-    "format_warmup_shapes", "format_warmup_shape_word", "format_warmup_plan_order", "format_warmup_id_orders", "heldout_questions", "seed", "logging_steps", "save_steps",
+    "format_warmup_shapes", "format_warmup_shape_word", "format_warmup_plan_order", "format_warmup_all_layers", "format_warmup_id_orders", "heldout_questions", "seed", "logging_steps", "save_steps",
 )  # fmt: skip
 
 
@@ -181,6 +181,10 @@ def _add_warm_start_arguments(grpo: argparse.ArgumentParser) -> None:
     add(
         "--format-warmup-plan-order", default=unset, choices=list(PLAN_ORDERS),
         help=f"warm start plans name the workers in step order, or the answering worker first and then the steps it reads ({_default('format_warmup_plan_order')})",
+    )
+    add(
+        "--format-warmup-all-layers", action=argparse.BooleanOptionalAction, default=unset,
+        help=f"the warm start adapts every layer, whatever --lora-top-layers says; it then copies the answering worker's id (about twice the step time on a CPU; {_default('format_warmup_all_layers')})",
     )
     add(
         "--format-warmup-id-orders", type=int, default=unset,

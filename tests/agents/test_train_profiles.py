@@ -70,6 +70,9 @@ def test_flags_override_the_profile_and_options_merge():
     with pytest.raises(SystemExit):
         parse("--format-warmup-shapes", "judges")
     assert recipe_from_args(parse("--recipe", "orchestrate", "--format-warmup-id-orders", "3"), cuda=False).format_warmup_id_orders == 3
+    assert recipe_from_args(parse("--recipe", "orchestrate"), cuda=False).format_warmup_all_layers is False
+    all_layers = recipe_from_args(parse("--recipe", "orchestrate", "--format-warmup-all-layers"), cuda=False)
+    assert (all_layers.format_warmup_all_layers, all_layers.lora_top_layers) == (True, 6)  # GRPO keeps its own layers
 
 
 # ------------------------------------------------------------------------------------ warnings

@@ -4,6 +4,7 @@ GRPO runs start from and ``llm:<dir>`` plays (the policy before GRPO)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conductor_env.agents.grpo.recipe import GRPORecipe
@@ -28,17 +29,25 @@ def test_a_recipe_without_a_warm_start_is_refused_before_any_model_loads(tmp_pat
 
 @pytest.mark.slow
 def test_the_saved_warm_start_is_a_conductor_that_plays_and_trains(tmp_path):
+    import torch
     from conductor_env.agents import make_policy
+    from conductor_env.agents.grpo.model import resolve_model_path
     from conductor_env.agents.grpo.trainer import build_trainer
+    from safetensors.torch import load_file
 
     setup = EnvSetup.from_id("Conductor-RG-v0", pool="orchestra", split="train", suite_options=SMALL_RG, examples="none", show_names=True)
     recipe = GRPORecipe(
         model="gemma3-270m", setup=setup, problems=4, output_dir=str(tmp_path), prompt="roster", lora_r=8, lora_top_layers=2,
         format_warmup_steps=2, format_warmup_shapes="orchestrate", format_warmup_plan=True, format_warmup_preamble=True,
-        max_completion_length=24,
+        format_warmup_all_layers=True, max_completion_length=24,
     )
     out = save_warm_start(recipe)
     assert out == tmp_path / "warm_start"
+    # format_warmup_all_layers: the warm start changed the bottom layer too, not only the top 2 GRPO adapts.
+    base, warm = (load_file(str(folder / "model.safetensors")) for folder in (Path(resolve_model_path("gemma3-270m")), out))
+    for layer in (0, 17):
+        name = f"model.layers.{layer}.self_attn.q_proj.weight"
+        assert not torch.equal(base[name], warm[name].to(base[name].dtype)), name
     config = json.loads((out / CONDUCTOR_CONFIG).read_text())
     assert config["prompt"] == "roster" and config["pool"] == "orchestra"
     # The folder is a Conductor the eval CLI plays, with the recipe's prompt ...
