@@ -99,8 +99,8 @@ class GRPORecipe:
         format_warmup_all_layers: The format warm start adapts every layer whatever
             ``lora_top_layers`` says. LoRA on the top 6 of Gemma 3 270M's 18 layers cannot learn
             to copy the answering worker's id from the front of an answer-first plan to the end
-            of ``model_id``; on all 18 it does (BENCHMARKS.md, "The judge's id"). About twice
-            as slow a step on a CPU.
+            of ``model_id``; on all 18 it does (BENCHMARKS.md, "The judge's id"). Each step is
+            slower on a CPU: the backward pass runs through every layer.
         format_warmup_id_orders: Episodes per warm-start problem, each under its own random
             sub-pool order, so the targets show one question under several id orders
             (:func:`conductor_env.agents.warmstart.warm_start_rows`); each step then costs that

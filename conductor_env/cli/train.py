@@ -184,7 +184,7 @@ def _add_warm_start_arguments(grpo: argparse.ArgumentParser) -> None:
     )
     add(
         "--format-warmup-all-layers", action=argparse.BooleanOptionalAction, default=unset,
-        help=f"the warm start adapts every layer, whatever --lora-top-layers says; it then copies the answering worker's id (about twice the step time on a CPU; {_default('format_warmup_all_layers')})",
+        help=f"the warm start adapts every layer, whatever --lora-top-layers says; it then copies the answering worker's id (a slower step on a CPU; {_default('format_warmup_all_layers')})",
     )
     add(
         "--format-warmup-id-orders", type=int, default=unset,
