@@ -28,10 +28,22 @@ from conductor_env.agents.workflow_shapes import PLAN_ORDERS, WARM_START_SHAPES,
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PLAN_ORDERS", "WARM_START_SHAPES", "WARM_START_SUBTASK", "Shape", "format_warm_start", "plan_text", "shape_label", "warm_start_rows"]
+__all__ = ["PLAN_ORDERS", "WARM_START_SHAPES", "WARM_START_SUBTASK", "Shape", "domain_preamble", "format_warm_start", "plan_text", "shape_label", "warm_start_rows"]
 
 #: The subtask of warm-start targets: short (cheap to generate) and carrying the format rule.
 WARM_START_SUBTASK = "Solve it; answer in the format the task asks for."
+
+
+def domain_preamble(info: dict[str, Any]) -> str:
+    """The warm start's preamble (``format_warmup_preamble``): a line naming the episode's domain.
+
+    Args:
+        info: The episode's reset ``info``.
+
+    Returns:
+        ``Domain: <domain>.``, written before the plan and the lists.
+    """
+    return f"Domain: {info['domain']}."
 
 
 def _targets(observation: dict[str, Any], shown: dict[str, int], pool_names: list[str], subtask: str, shapes: "tuple[Shape, ...] | None", plan_order: str = "steps") -> list[tuple[str, str, str]]:

@@ -47,7 +47,7 @@ from conductor_env.agents.grpo.prompts import PROMPTS
 from conductor_env.agents.grpo.recipe import GRPORecipe
 from conductor_env.agents.grpo.reward import REWARD_NAME, EnvFactory
 from conductor_env.agents.grpo.trainer import build_trainer
-from conductor_env.agents.warmstart import format_warm_start
+from conductor_env.agents.warmstart import domain_preamble, format_warm_start
 from conductor_env.event_loop import run_sync
 
 HERE = Path(__file__).resolve().parent
@@ -173,7 +173,7 @@ def main() -> None:
     warmed = format_warm_start(
         model_path, train, steps=args.warmup_steps, lora_top_layers=args.lora_top_layers, seed=args.seed, prompt_builder=prompt_builder,
         subtask=args.subtask,
-        preamble=(lambda info: f"Domain: {info['domain']}.") if args.domain_preamble else None,
+        preamble=domain_preamble if args.domain_preamble else None,
     )
     timings["warm_start_s"] = time.perf_counter() - clock
     start = evaluate_model(warmed, tokenizer, held_out, eval_rows, args.eval_samples, args.max_completion_length)

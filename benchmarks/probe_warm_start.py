@@ -78,6 +78,7 @@ def probe(model_path: str, recipe_name: str = "orchestrate-judge", n: int = 60) 
     from conductor_env.agents.grpo.recipe import recipe_from_settings
     from conductor_env.agents.grpo.reward import EnvFactory
     from conductor_env.agents.profiles import RECIPES
+    from conductor_env.agents.warmstart import domain_preamble
 
     tokenizer = load_tokenizer(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).eval()
@@ -90,7 +91,7 @@ def probe(model_path: str, recipe_name: str = "orchestrate-judge", n: int = 60) 
             observation, info = env.reset(seed=i, options={"problem_id": problem.id})
             shown = {name: worker_id for worker_id, name in info["worker_map"].items() if name != "conductor"}
             prompt = tokenizer.apply_chat_template([{"role": "user", "content": build(observation)}], tokenize=False, add_generation_prompt=True)
-            lead = f"Domain: {info['domain']}. Plan:"
+            lead = f"{domain_preamble(info)} Plan:"
             branches: dict[str, Sequence[str]] = {lead: [" flash", " solver", " checker"]}
             if "checker" in shown:
                 branches[f"{lead} checker={shown['checker']}"] = [".", " reads"]
@@ -157,7 +158,7 @@ def id_copy(
     from conductor_env.agents.grpo.recipe import recipe_from_settings
     from conductor_env.agents.grpo.reward import EnvFactory
     from conductor_env.agents.profiles import RECIPES, recipe_settings
-    from conductor_env.agents.warmstart import WARM_START_SUBTASK, warm_start_rows
+    from conductor_env.agents.warmstart import WARM_START_SUBTASK, domain_preamble, warm_start_rows
 
     tokenizer = load_tokenizer(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).eval()
@@ -168,7 +169,7 @@ def id_copy(
     try:
         groups = warm_start_rows(
             factory, limit=n, prompt_builder=prompt_builder_of(recipe.prompt), subtask=recipe.format_warmup_subtask or WARM_START_SUBTASK,
-            preamble=(lambda info: f"Domain: {info['domain']}.") if recipe.format_warmup_preamble else None,
+            preamble=domain_preamble if recipe.format_warmup_preamble else None,
             shapes=shapes, plan=True, plan_order=plan_order,
         )  # fmt: skip
     finally:
@@ -190,13 +191,15 @@ def id_copy(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    from conductor_env.agents.workflow_shapes import PLAN_ORDERS
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", help="a saved Conductor folder")
     parser.add_argument("--recipe", default="orchestrate-judge")
     parser.add_argument("--n", type=int, default=60, help="training prompts to read")
     parser.add_argument("--shapes", default=None, help="the warm start's shape set: for the targets' shares (default orchestrate), or the targets --copy reads (default orchestrate-cheap-judge)")
     parser.add_argument("--copy", action="store_true", help="read whether the code line copies the plan's ids, on held-out questions with the whole pool renumbered")
-    parser.add_argument("--plan-order", default="answer-first", choices=["steps", "answer-first"], help="with --copy: the plan order the model was warm-started with")
+    parser.add_argument("--plan-order", default="answer-first", choices=list(PLAN_ORDERS), help="with --copy: the plan order the model was warm-started with")
     args = parser.parse_args(argv)
     if args.copy:
         report: Any = id_copy(args.model, args.recipe, args.n, args.shapes or "orchestrate-cheap-judge", args.plan_order)

@@ -224,7 +224,7 @@ def _format_warm_start(
     recipe: GRPORecipe, factory: EnvFactory, prompt_builder: PromptBuilder, *, progress: bool, tell: Callable[[str], None]
 ) -> Any:
     """Runs the recipe's supervised format warm start and returns the warm-started model."""
-    from conductor_env.agents.warmstart import WARM_START_SUBTASK, format_warm_start
+    from conductor_env.agents.warmstart import WARM_START_SUBTASK, domain_preamble, format_warm_start
 
     tell(f"format warm start: {recipe.format_warmup_steps} supervised steps on rendered workflows")
     warm_bar = None
@@ -243,7 +243,7 @@ def _format_warm_start(
             limit=recipe.problems,
             prompt_builder=prompt_builder,
             subtask=recipe.format_warmup_subtask or WARM_START_SUBTASK,
-            preamble=(lambda info: f"Domain: {info['domain']}.") if recipe.format_warmup_preamble else None,
+            preamble=domain_preamble if recipe.format_warmup_preamble else None,
             shapes=recipe.format_warmup_shapes,
             plan=recipe.format_warmup_plan,
             shape_word=recipe.format_warmup_shape_word,

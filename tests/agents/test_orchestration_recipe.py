@@ -18,7 +18,7 @@ from conductor_env.agents.baselines import build_workflow
 from conductor_env.agents.grpo.recipe import recipe_from_settings
 from conductor_env.agents.grpo.reward import EnvFactory
 from conductor_env.agents.profiles import ORCHESTRA_POOL, RECIPES, recipe_settings
-from conductor_env.agents.warmstart import WARM_START_SHAPES, plan_text, shape_label, warm_start_rows
+from conductor_env.agents.warmstart import WARM_START_SHAPES, domain_preamble, plan_text, shape_label, warm_start_rows
 from conductor_env.workflow import parse_workflow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -334,6 +334,10 @@ def test_the_copy_probe_reads_each_code_id_with_its_role():
     assert all(judged[offset] == str(i) for offset, i, _ in ids)  # offsets point at the code line, not the plan
     assert [(i, role) for _, i, role in probe.code_ids("Plan: solver=1.\nmodel_id = [1]")] == [(1, "single")]
     assert probe.code_ids("Plan: solver=1. no lists") == []
+
+
+def test_the_domain_preamble_names_the_episodes_domain():
+    assert domain_preamble({"domain": "math", "worker_map": {}}) == "Domain: math."
 
 
 def test_the_summary_splits_sub_pool_episodes_by_the_workers_they_showed(recipe, tmp_path):
