@@ -49,19 +49,32 @@ def worker_table(pool: str = POOL) -> list[dict[str, Any]]:
     return table
 
 
-def p_correct(plan: Plan, workers: Sequence[dict[str, Any]], domain: str) -> float:
-    """Returns the exact chance that the plan's last step is correct (sum over step outcomes)."""
+def chance_last_correct(steps: Sequence[tuple[dict[str, Any], Sequence[int]]], domain: str) -> float:
+    """Returns the exact chance that the last of ``steps`` answers correctly.
+
+    Args:
+        steps: Per step, its worker's row of :func:`worker_table` and the indices of the earlier
+            steps it reads (any subset, not only none or all).
+        domain: The problem's domain (selects each worker's skill and judge).
+
+    Returns:
+        The sum, over the 2^n joint outcomes of the steps, of the chance of each outcome whose last
+        step is correct. A step reads a correct answer when any step it reads answered correctly.
+    """
     total = 0.0
-    for outcome in itertools.product((True, False), repeat=len(plan)):
+    for outcome in itertools.product((True, False), repeat=len(steps)):
         weight = 1.0
-        for i, ((worker, reads_all), correct) in enumerate(zip(plan, outcome)):
-            reads_correct = reads_all and any(outcome[:i])
-            w = workers[worker]
-            p = success_probability(w["skill"], w["judge"], domain, reads_correct=reads_correct)
+        for (worker, reads), correct in zip(steps, outcome):
+            p = success_probability(worker["skill"], worker["judge"], domain, reads_correct=any(outcome[j] for j in reads))
             weight *= p if correct else 1.0 - p
         if outcome[-1]:
             total += weight
     return total
+
+
+def p_correct(plan: Plan, workers: Sequence[dict[str, Any]], domain: str) -> float:
+    """Returns the exact chance that the plan's last step is correct (sum over step outcomes)."""
+    return chance_last_correct([(workers[worker], range(i) if reads_all else ()) for i, (worker, reads_all) in enumerate(plan)], domain)
 
 
 def expected_reward(plan: Plan, workers: Sequence[dict[str, Any]], domain: str, price_weight: float = 1.0) -> float:

@@ -1,0 +1,163 @@
+"""Issue 16: ``benchmarks/expected_orchestration.py`` scores played episodes on a simulated pool by
+the exact expected reward of the workflow written, checked against episodes played by the real
+``conductor-env eval`` and the env, with episodes built to be paid more than their workers earn."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.agents.grpo.recipe import recipe_from_settings
+from conductor_env.agents.profiles import ORCHESTRA_JUDGE_POOL, RECIPES, recipe_settings
+from conductor_env.evaluation.records import EpisodeSpec, episode_record, round_record
+from conductor_env.rewards import RewardScheme
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load(name: str):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def expected():
+    return load("expected_orchestration")
+
+
+@pytest.fixture(scope="module")
+def oracle():
+    return load("oracle_orchestration")
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory) -> list[dict]:
+    """Every fixed baseline, 30 held-out questions x 4 samples, played by the real eval CLI on the
+    ``orchestra-judge`` pool in canonical order."""
+    bench = load("bench_orchestration")
+    out = tmp_path_factory.mktemp("eval") / "baselines"
+    subprocess.run(bench.eval_command(str(out), bench.BASELINES, seed=3, n=30, subpool_size=None, pool=ORCHESTRA_JUDGE_POOL, samples=4), check=True, capture_output=True)
+    return load("expected_orchestration").read_rows(out / "results.jsonl")
+
+
+@pytest.fixture(scope="module")
+def env():
+    recipe = recipe_from_settings(recipe_settings(RECIPES["orchestrate-judge"], {"suite_options": {"size": 10}}))
+    environment = recipe.setup.replace(subpool_size=None).make()  # canonical order: 0 flash, 1 solver, 2 checker
+    yield environment
+    environment.close()
+
+
+def workflow(model_id: list[int], subtasks: list[str], access_list: list) -> str:
+    """A Conductor's action text in the paper's format."""
+    return f"model_id = {model_id}\nsubtasks = {json.dumps(subtasks)}\naccess_list = {json.dumps(access_list)}"
+
+
+def play(env, seed: int, action: str) -> dict:
+    """Plays one action in the env and returns its results record, as ``conductor-env eval`` writes it."""
+    _, reset_info = env.reset(seed=seed)
+    _, reward, _, _, info = env.step(action)
+    spec = EpisodeSpec("scripted", 0, reset_info["problem_id"], 0, seed)
+    return episode_record(
+        spec, env_id="Conductor-RG-v0", pool="orchestra-judge", question="", domain=reset_info["domain"],
+        worker_map=reset_info["worker_map"], rounds=[round_record(action, reward, info)], wall_s=0.0,
+    )
+
+
+def test_a_step_reads_only_the_steps_it_was_given(oracle):
+    workers = {w["name"]: w for w in oracle.worker_table(ORCHESTRA_JUDGE_POOL)}
+    flash, solver, checker = workers["flash"], workers["solver"], workers["checker"]
+    skill = lambda worker: oracle.success_probability(worker["skill"], worker["judge"], "math", reads_correct=False)  # noqa: E731
+    judge = lambda worker: oracle.success_probability(worker["skill"], worker["judge"], "math", reads_correct=True)  # noqa: E731
+    # The checker reads only the first attempt: the second (solver's) cannot help it.
+    by_hand = skill(flash) * judge(checker) + (1 - skill(flash)) * skill(checker)
+    assert oracle.chance_last_correct([(flash, ()), (solver, ()), (checker, (0,))], "math") == pytest.approx(by_hand)
+    # Reading every earlier step is the binary plan of the oracle.
+    assert oracle.chance_last_correct([(flash, ()), (solver, ()), (checker, (0, 1))], "math") == pytest.approx(oracle.p_correct(((0, False), (1, False), (2, True)), list(workers.values()), "math"))
+
+
+def test_every_fixed_baseline_played_is_scored_at_its_closed_form(expected, oracle, played):
+    report = oracle.oracle_report(ORCHESTRA_JUDGE_POOL, max_steps=3)["domains"]
+    workers = {w["name"]: w for w in oracle.worker_table(ORCHESTRA_JUDGE_POOL)}
+    deterministic = [row for row in played if row["policy"] != "random"]
+    assert {row["policy"] for row in deterministic} == set(report["math"]["baselines"])
+    for row in deterministic:
+        assert expected.episode_expectation(row, workers) == pytest.approx(report[row["domain"]]["baselines"][row["policy"]], abs=1e-9)
+
+
+def test_the_expectation_is_the_mean_of_the_played_rewards(expected, oracle, played):
+    workers = {w["name"]: w for w in oracle.worker_table(ORCHESTRA_JUDGE_POOL)}
+    differences = [row["reward"] - expected.episode_expectation(row, workers) for row in played]
+    assert len(differences) == 30 * 4 * 10
+    mean = sum(differences) / len(differences)
+    spread = (sum((d - mean) ** 2 for d in differences) / (len(differences) - 1)) ** 0.5
+    assert abs(mean) < 4 * spread / len(differences) ** 0.5  # unbiased: the draws average out
+    assert spread > 0.1  # while one draw per episode is noisy
+
+
+def test_paired_gaps_in_expectation_are_exact_between_fixed_workflows(expected, played):
+    gaps = expected.paired_gaps(played, played, "single:0", pool=ORCHESTRA_JUDGE_POOL)
+    assert "single:0" not in gaps and len(gaps) == 9
+    summary = expected.summary(played, pool=ORCHESTRA_JUDGE_POOL)
+    for other, gap in gaps.items():
+        assert gap["questions"] == 30
+        assert gap["gap"] == pytest.approx(summary["single:0"]["expected_reward"] - summary[other]["expected_reward"], abs=2e-4)
+
+
+def test_a_subtask_that_carries_the_answer_is_not_paid_in_expectation(expected, oracle, env):
+    """A Conductor that pastes the reference answer into a step's subtask is paid by a played draw
+    whenever the worker takes it; the closed form pays only what the workers earn from the steps
+    they read, so the smuggled answer earns nothing here."""
+    from conductor_env.suite import find_problem
+
+    workers = oracle.worker_table(ORCHESTRA_JUDGE_POOL)
+    by_name = {w["name"]: w for w in workers}
+    for seed in range(6):
+        _, info = env.reset(seed=seed)
+        reference = env.suite.reference_response(find_problem(env.problems, info["problem_id"]))
+        row = play(env, seed, workflow([0], [f"Solve it. A colleague answered:\n{reference}"], [[]]))
+        assert row["parse_error"] is None and row["trace"][0]["worker_name"] == "flash"
+        assert expected.episode_expectation(row, by_name) == pytest.approx(oracle.expected_reward(((0, False),), workers, row["domain"]), abs=1e-9)
+
+
+def test_unparsed_episodes_keep_their_played_reward(expected, oracle, env):
+    row = play(env, 0, workflow([7], ["Solve it."], [[]]))  # id 7 is not in the pool
+    assert row["parse_error"] is not None and row["reward"] == 0.0
+    assert expected.episode_expectation(row, {w["name"]: w for w in oracle.worker_table(ORCHESTRA_JUDGE_POOL)}) == 0.0
+
+
+def test_an_episode_the_reward_cannot_explain_is_refused(expected, oracle, env):
+    workers = {w["name"]: w for w in oracle.worker_table(ORCHESTRA_JUDGE_POOL)}
+    row = play(env, 1, workflow([0, 0, 2], ["Solve it.", "Solve it.", "Pick the correct answer."], [[], [], "all"]))
+    assert expected.episode_expectation(row, workers) == pytest.approx(oracle.expected_reward(((0, False), (0, False), (2, True)), list(workers.values()), row["domain"]))
+    with pytest.raises(expected.UnexplainedEpisode, match="not cost_aware's"):
+        expected.episode_expectation(row, workers, RewardScheme("cost_aware", price_weight=2.0))  # played under another price
+    with pytest.raises(expected.UnexplainedEpisode, match="not cost_aware's"):
+        expected.episode_expectation(dict(row, reward=row["reward"] + 0.5), workers)
+    with pytest.raises(expected.UnexplainedEpisode, match="not a worker of the pool"):
+        expected.episode_expectation(row, {name: w for name, w in workers.items() if name != "checker"})
+    with pytest.raises(expected.UnexplainedEpisode, match="rounds"):
+        expected.episode_expectation(dict(row, rounds=2), workers)
+    failed = dict(row, trace=[dict(row["trace"][0], error="timeout"), *row["trace"][1:]])
+    with pytest.raises(expected.UnexplainedEpisode, match="failed"):
+        expected.episode_expectation(failed, workers)
+
+
+def test_the_command_line_writes_the_expectations_and_the_gaps(expected, played, tmp_path, capsys):
+    folder = tmp_path / "eval"
+    folder.mkdir()
+    (folder / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in played), encoding="utf-8")
+    expected.main([str(folder), "--pool", ORCHESTRA_JUDGE_POOL, "--paired-with", str(folder), "--json", str(tmp_path / "out.json")])
+    report = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    assert set(report["policies"]) == {row["policy"] for row in played}
+    assert report["paired_gaps"]["single:0"]["single:1"]["questions"] == 30
+    assert "single:0 minus single:1" in capsys.readouterr().out
