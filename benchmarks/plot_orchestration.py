@@ -11,6 +11,8 @@ in its colour: per step, the oracle on the workers each of its episodes showed, 
 
     python benchmarks/plot_orchestration.py --out benchmarks/results/orchestration_curves.png seed0=RUN0 seed1=RUN1 ...
 
+A run continued from another (``--model RUN/final``) joins it with a comma, ``seed0=RUN0,RUN0_MORE``:
+one curve over all their steps, with a thin vertical line where each continuation starts.
 ``--pool orchestra-judge`` draws the expectations of that pool (the ``orchestrate-judge`` recipe's runs).
 """
 
@@ -20,6 +22,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Callable, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_orchestration import oracle_per_step  # noqa: E402
@@ -62,6 +65,14 @@ def subpool_oracle(run_dir: str, pool: str) -> list[float] | None:
     return oracle_per_step(episodes, pool)
 
 
+def chained(run_dirs: Sequence[str], values: Callable[[str], list[float] | None]) -> list[float] | None:
+    """One run's per-step ``values`` over runs continued from one another, in order (``None`` when any run has none)."""
+    parts = [values(run_dir) for run_dir in run_dirs]
+    if any(part is None for part in parts):
+        return None
+    return [value for part in parts for value in part]
+
+
 def main(argv: list[str] | None = None) -> None:
     import matplotlib
 
@@ -69,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     import matplotlib.pyplot as plt
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", metavar="NAME=RUN_DIR")
+    parser.add_argument("runs", nargs="+", metavar="NAME=RUN_DIR[,RUN_DIR...]")
     parser.add_argument("--out", required=True)
     parser.add_argument("--pool", default=POOL, help="the runs' simulated pool (preset or .toml path; default: orchestra)")
     args = parser.parse_args(argv)
@@ -77,13 +88,18 @@ def main(argv: list[str] | None = None) -> None:
     best_baseline = max(v for k, v in means.items() if k not in ("oracle", "routing_oracle"))
     fig, (rewards, flat) = plt.subplots(1, 2, figsize=(12, 4.5))
     for spec in args.runs:
-        name, run_dir = spec.split("=", 1)
-        values = per_step(run_dir, "rewards/conductor_env/mean")
+        name, dirs = spec.split("=", 1)
+        run_dirs = dirs.split(",")
+        values = chained(run_dirs, lambda d: per_step(d, "rewards/conductor_env/mean")) or []
         (line,) = rewards.plot(range(1, len(values) + 1), values, marker="o", ms=3, label=name)
-        ceiling = subpool_oracle(run_dir, args.pool)
+        start = 0
+        for run_dir in run_dirs[:-1]:
+            start += len(per_step(run_dir, "rewards/conductor_env/mean"))
+            rewards.axvline(start + 0.5, color=line.get_color(), lw=0.6, alpha=0.5)
+        ceiling = chained(run_dirs, lambda d: subpool_oracle(d, args.pool))
         if ceiling is not None:
             rewards.plot(range(1, len(ceiling) + 1), ceiling, ls=":", lw=1, color=line.get_color(), label=f"{name}: oracle on its shown sub-pools")
-        zero = identical_groups(run_dir)
+        zero = chained(run_dirs, identical_groups) or []
         flat.plot(range(1, len(zero) + 1), zero, marker="o", ms=3, label=name)
     for value, label, colour in ((means["oracle"], "oracle", "#2a2"), (means["routing_oracle"], "best single call per domain", "#27c"), (best_baseline, "best fixed baseline", "#c44")):
         rewards.axhline(value, color=colour, ls="--", lw=1, label=f"{label} {value:.3f}")

@@ -495,3 +495,30 @@ def test_training_curves_draw_a_sub_pool_ceiling_only_for_runs_that_trained_on_s
     assert plot.subpool_oracle(str(tmp_path / "whole"), "orchestra-judge") is None
     ceiling = plot.subpool_oracle(str(tmp_path / "mixed"), "orchestra-judge")
     assert len(ceiling) == 2 and ceiling[1] < ceiling[0]
+
+
+def test_training_curves_chain_a_run_and_its_continuation_into_one_curve(tmp_path):
+    bench_module()  # puts benchmarks/ on sys.path
+    spec = importlib.util.spec_from_file_location("plot_orchestration", ROOT / "benchmarks" / "plot_orchestration.py")
+    plot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plot)
+    for name, rewards, maps in (
+        ("first", [0.6, 0.7], [["flash", "solver"], ["flash", "solver", "checker"]]),
+        ("more", [0.8], [["solver", "flash"]]),
+        ("whole", [0.9], [["flash", "solver", "checker"]]),
+    ):
+        run = tmp_path / name
+        run.mkdir()
+        episodes = [{"step": i, "problem_id": "gcd/train/1", "worker_map": dict(enumerate(m)), "reward": 0.5} for i, m in enumerate(maps)]
+        log = [{"rewards/conductor_env/mean": r, "conductor/identical_groups": 0.0, "step": i + 1} for i, r in enumerate(rewards)]
+        (run / "rewards.json").write_text(json.dumps({"episodes": episodes, "log_history": log}))
+    first, more, whole = (str(tmp_path / n) for n in ("first", "more", "whole"))
+    reward_of = lambda d: plot.per_step(d, "rewards/conductor_env/mean")  # noqa: E731
+    assert plot.chained([first, more], reward_of) == [0.6, 0.7, 0.8]
+    ceiling = plot.chained([first, more], lambda d: plot.subpool_oracle(d, "orchestra-judge"))
+    assert len(ceiling) == 3 and ceiling[0] == ceiling[2] < ceiling[1]  # the same pair, in both id orders, below the whole pool
+    # A continuation that only ever showed the whole pool has no sub-pool ceiling, so the chain draws none.
+    assert plot.chained([first, whole], lambda d: plot.subpool_oracle(d, "orchestra-judge")) is None
+    out = tmp_path / "curves.png"
+    plot.main(["--pool", "orchestra-judge", "--out", str(out), f"seed0={first},{more}", f"other={whole}"])
+    assert out.stat().st_size > 0
