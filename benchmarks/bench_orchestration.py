@@ -12,6 +12,11 @@ is computed per episode for the workers it shows.
     python benchmarks/bench_orchestration.py --out /tmp/orch/eval [--trained NAME=DIR ...] [--seed 0]
         [--subpool-size 2] [--samples 2] [--pool orchestra-judge] [--json FILE]
 
+``--paired-with DIR`` (an eval folder of the baselines on the same questions) adds each trained
+Conductor's per-question gap to every baseline with a 95% interval, twice: on the played rewards,
+and on each episode's exact expected reward (``expected_orchestration.py``), which drops the
+workers' coin flips and keeps the policies' choices.
+
 ``--pool`` takes the pool of the ``orchestrate-judge`` recipe (or any simulated pool file) instead of
 ``orchestra``; the oracle and the closed-form check follow it.
 """
@@ -188,6 +193,23 @@ def paired_gaps(results: str, baseline_results: str, policy: str) -> dict[str, A
 
 _PLAN_LINE = re.compile(r"Plan: ([^\n]*)")
 _PLAN_WORKER = re.compile(r"([A-Za-z_][\w-]*)=\d+")
+
+
+def expected_paired_gaps(results: str, baseline_results: str, policy: str, pool: str = POOL) -> dict[str, Any] | None:
+    """:func:`paired_gaps` on each episode's exact expected reward (``expected_orchestration.py``):
+    the workers' coin flips removed, the policies' choices kept, so the intervals are far narrower.
+
+    Returns:
+        Per other policy, as :func:`paired_gaps`; ``None`` when an episode's reward is not the
+        orchestrate recipes' ``cost_aware`` reward of its outcome (another reward, several rounds).
+    """
+    from expected_orchestration import UnexplainedEpisode, read_rows
+    from expected_orchestration import paired_gaps as gaps_in_expectation
+
+    try:
+        return gaps_in_expectation(read_rows(results), read_rows(baseline_results), policy, pool)
+    except UnexplainedEpisode:
+        return None
 
 
 def planned_workers(action: str) -> list[str] | None:
@@ -452,7 +474,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument(
         "--paired-with", default=None, metavar="DIR",
-        help="an eval folder of the baselines on the same split: also report each trained policy's per-question gap to each of them",
+        help="an eval folder of the baselines on the same split: also report each trained policy's per-question gap to each of them, played and in exact expected reward",
     )
     parser.add_argument("--json", default=None)
     parser.add_argument("--check-closed-form", action="store_true", help="compare the baselines' simulated rewards with the closed form instead")
@@ -480,12 +502,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         report["not_applicable"] = not_applicable
     if args.paired_with:
         baseline_results = str(Path(args.paired_with) / "results.jsonl")
-        report["paired_gaps"] = {}
+        report["paired_gaps"], report["paired_gaps_expected"] = {}, {}
         for policy in (p for p in policies if p.startswith("llm:")):
-            gaps = paired_gaps(str(Path(args.out) / "results.jsonl"), baseline_results, policy)
+            results = str(Path(args.out) / "results.jsonl")
+            gaps = paired_gaps(results, baseline_results, policy)
             report["paired_gaps"][policy] = gaps
             for other, g in gaps.items():
                 print(f"{policy} minus {other}: {g['gap']:+.3f} ({g['ci95'][0]:+.3f} to {g['ci95'][1]:+.3f}) over {g['questions']} questions")
+            exact = expected_paired_gaps(results, baseline_results, policy, args.pool)
+            report["paired_gaps_expected"][policy] = exact
+            for other, g in (exact or {}).items():
+                print(f"{policy} minus {other}, exact expected: {g['gap']:+.4f} ({g['ci95'][0]:+.4f} to {g['ci95'][1]:+.4f})")
     trained = [p for p in policies if p.startswith("llm:")]
     if trained:
         report["plan_code_disagreement"] = {p: plan_code_disagreement(str(Path(args.out) / "results.jsonl"), p) for p in trained}

@@ -161,3 +161,16 @@ def test_the_command_line_writes_the_expectations_and_the_gaps(expected, played,
     assert set(report["policies"]) == {row["policy"] for row in played}
     assert report["paired_gaps"]["single:0"]["single:1"]["questions"] == 30
     assert "single:0 minus single:1" in capsys.readouterr().out
+
+
+def test_the_orchestration_bench_pairs_in_expectation_and_declines_other_rewards(expected, played, tmp_path):
+    bench = load("bench_orchestration")
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(row) + "\n" for row in played), encoding="utf-8")
+    gaps = bench.expected_paired_gaps(str(results), str(results), "reflect:2:3", ORCHESTRA_JUDGE_POOL)
+    assert gaps == expected.paired_gaps(played, played, "reflect:2:3", ORCHESTRA_JUDGE_POOL)
+    assert "single:0" in gaps and "reflect:2:3" not in gaps
+    # An episode paid more than the cost_aware scheme gives its outcome cannot be scored in expectation.
+    inflated = [dict(row, reward=float(row["reward"]) + 0.25) if row["policy"] == "single:1" else row for row in played]
+    results.write_text("".join(json.dumps(row) + "\n" for row in inflated), encoding="utf-8")
+    assert bench.expected_paired_gaps(str(results), str(results), "reflect:2:3", ORCHESTRA_JUDGE_POOL) is None
