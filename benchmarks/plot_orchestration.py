@@ -90,11 +90,12 @@ def main(argv: list[str] | None = None) -> None:
     for spec in args.runs:
         name, dirs = spec.split("=", 1)
         run_dirs = dirs.split(",")
-        values = chained(run_dirs, lambda d: per_step(d, "rewards/conductor_env/mean")) or []
+        parts = [per_step(run_dir, "rewards/conductor_env/mean") for run_dir in run_dirs]
+        values = [value for part in parts for value in part]
         (line,) = rewards.plot(range(1, len(values) + 1), values, marker="o", ms=3, label=name)
         start = 0
-        for run_dir in run_dirs[:-1]:
-            start += len(per_step(run_dir, "rewards/conductor_env/mean"))
+        for part in parts[:-1]:
+            start += len(part)
             rewards.axvline(start + 0.5, color=line.get_color(), lw=0.6, alpha=0.5)
         ceiling = chained(run_dirs, lambda d: subpool_oracle(d, args.pool))
         if ceiling is not None:
