@@ -493,7 +493,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"not applicable on {args.subpool_size}-worker sub-pools (they name a missing id): {', '.join(not_applicable)}")
     policies += [f"llm:{spec.split('=', 1)[1]}" for spec in args.trained]
     subprocess.run(eval_command(args.out, policies, seed=args.seed, n=args.n, subpool_size=args.subpool_size, pool=args.pool, samples=args.samples, max_rounds=args.max_rounds, env_options=args.env_option), check=True)
-    summary = summarize(str(Path(args.out) / "results.jsonl"), args.pool)
+    results = str(Path(args.out) / "results.jsonl")
+    summary = summarize(results, args.pool)
     print(markdown(summary))
     report: dict[str, Any] = {"seed": args.seed, "pool": args.pool, "subpool_size": args.subpool_size, "samples": args.samples, "policies": summary}
     if args.env_option:
@@ -504,7 +505,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         baseline_results = str(Path(args.paired_with) / "results.jsonl")
         report["paired_gaps"], report["paired_gaps_expected"] = {}, {}
         for policy in (p for p in policies if p.startswith("llm:")):
-            results = str(Path(args.out) / "results.jsonl")
             gaps = paired_gaps(results, baseline_results, policy)
             report["paired_gaps"][policy] = gaps
             for other, g in gaps.items():
@@ -515,11 +515,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(f"{policy} minus {other}, exact expected: {g['gap']:+.4f} ({g['ci95'][0]:+.4f} to {g['ci95'][1]:+.4f})")
     trained = [p for p in policies if p.startswith("llm:")]
     if trained:
-        report["plan_code_disagreement"] = {p: plan_code_disagreement(str(Path(args.out) / "results.jsonl"), p) for p in trained}
+        report["plan_code_disagreement"] = {p: plan_code_disagreement(results, p) for p in trained}
         for policy, table in report["plan_code_disagreement"].items():
             print(f"{policy}: code runs other workers than the plan names in " + ", ".join(f"{d} {t['disagree']}/{t['episodes']}" for d, t in table.items()))
     if args.max_rounds > 1:
-        report["second_round"] = rounds_summary(str(Path(args.out) / "results.jsonl"))
+        report["second_round"] = rounds_summary(results)
         print(json.dumps(report["second_round"], indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")

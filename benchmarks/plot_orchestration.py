@@ -13,6 +13,7 @@ in its colour: per step, the oracle on the workers each of its episodes showed, 
 
 A run continued from another (``--model RUN/final``) joins it with a comma, ``seed0=RUN0,RUN0_MORE``:
 one curve over all their steps, with a thin vertical line where each continuation starts.
+
 ``--pool orchestra-judge`` draws the expectations of that pool (the ``orchestrate-judge`` recipe's runs).
 """
 
