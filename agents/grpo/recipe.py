@@ -50,6 +50,10 @@ class GRPORecipe:
             of TRL's shuffle, so each step (``questions_per_step`` a multiple of the number of
             domains) holds every domain equally. Not in the paper; on a small mixed-domain
             suite it steadied the CPU learning runs in BENCHMARKS.md.
+        domain_weights: With ``balance_domains``, questions of each named domain per
+            round-robin round (others 1), so a step of ``questions_per_step = sum of the
+            weights`` sees a domain that often; see :func:`~conductor_env.agents.grpo.data.build_dataset`.
+            Not in the paper.
         prompt: ``"full"`` (the env's Conductor prompt, the paper's) or ``"compact"`` (see
             :func:`compact_prompt`; cheaper for small models after a format warm start).
         output_dir: Where checkpoints, the final model and ``rewards.json`` go.
@@ -119,6 +123,7 @@ class GRPORecipe:
     setup: EnvSetup = field(default_factory=_default_setup)
     problems: int | None = None
     balance_domains: bool = False
+    domain_weights: dict[str, int] = field(default_factory=dict)
     prompt: str = "full"
     output_dir: str = "runs/grpo"
     max_steps: int = 200
@@ -159,7 +164,7 @@ class GRPORecipe:
     trainer_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        """Refuses an unknown warm-start plan order or shape set, fewer than one id order, and a Conductor template with a prefill.
+        """Refuses an unknown warm-start plan order or shape set, fewer than one id order, bad domain weights, and a Conductor template with a prefill.
 
         TRL's GRPOTrainer renders a conversational prompt with a fresh generation prompt, so a
         final assistant message would be closed instead of continued; and the completion it
@@ -167,7 +172,8 @@ class GRPORecipe:
 
         Raises:
             ValueError: For an unknown ``format_warmup_plan_order`` or ``format_warmup_shapes``,
-                a ``format_warmup_id_orders`` below 1, or a Conductor template with a prefill.
+                a ``format_warmup_id_orders`` below 1, ``domain_weights`` without ``balance_domains``
+                or below 1, or a Conductor template with a prefill.
         """
         if self.format_warmup_plan_order not in PLAN_ORDERS:
             raise ValueError(f"unknown format_warmup_plan_order {self.format_warmup_plan_order!r}; use one of {list(PLAN_ORDERS)}")
@@ -175,6 +181,11 @@ class GRPORecipe:
             raise ValueError(f"unknown format_warmup_shapes {self.format_warmup_shapes!r}; use one of {sorted(WARM_START_SHAPES)}")
         if self.format_warmup_id_orders < 1:
             raise ValueError(f"format_warmup_id_orders must be at least 1, got {self.format_warmup_id_orders}")
+        if self.domain_weights and not self.balance_domains:
+            raise ValueError("domain_weights weigh the balance_domains order: set balance_domains too")
+        bad = {d: w for d, w in self.domain_weights.items() if not isinstance(w, int) or isinstance(w, bool) or w < 1}
+        if bad:
+            raise ValueError(f"domain_weights must be integers >= 1, got {bad}")
         template = load_template(self.setup.options.conductor_template, "conductor")
         if template.prefill:
             raise ValueError(

@@ -67,12 +67,17 @@ def build_trainer(
     prompt_builder = prompt_builder_of(recipe.prompt)
     if dataset is None:
         dataset = build_dataset(
-            factory, limit=recipe.problems, seed=recipe.seed, prompt_builder=prompt_builder, balance_domains=recipe.balance_domains
+            factory,
+            limit=recipe.problems,
+            seed=recipe.seed,
+            prompt_builder=prompt_builder,
+            balance_domains=recipe.balance_domains,
+            domain_weights=recipe.domain_weights,
         )
     if recipe.balance_domains:
-        domains = len(set(dataset["domain"]))
-        if recipe.questions_per_step % domains:
-            logger.warning("balance_domains: %d questions per step do not split evenly over %d domains", recipe.questions_per_step, domains)
+        round_size = sum(recipe.domain_weights.get(domain, 1) for domain in set(dataset["domain"]))
+        if recipe.questions_per_step % round_size:
+            logger.warning("balance_domains: %d questions per step are not whole rounds of %d", recipe.questions_per_step, round_size)
     model_path = resolve_model_path(recipe.model)
     tokenizer = load_tokenizer(model_path)
     episodes = Path(recipe.output_dir) / EPISODES_FILE

@@ -125,6 +125,10 @@ def _add_recipe_arguments(grpo: argparse.ArgumentParser) -> None:
         "--balance-domains", action=argparse.BooleanOptionalAction, default=unset,
         help=f"give every step each domain equally (round-robin order, no shuffle; not in the paper; {_default('balance_domains')})",
     )
+    add(
+        "--domain-weight", action="append", default=[], metavar="DOMAIN=N",
+        help="with --balance-domains, N questions of DOMAIN per round-robin round instead of 1 (repeatable; make --questions-per-step the round's size; not in the paper)",
+    )
     add("--conductor-template", default=None, metavar="NAME|FILE", help="Conductor prompt template: a shipped name (default, chat) or a .toml file (docs/PROMPTS.md); no prefill in training")
     add("--worker-template", default=None, metavar="NAME|FILE", help="worker message template: a shipped name (default, prefill) or a .toml file")
     add("--prompt", default=unset, choices=["full", "compact", "roster"], help=f"the env's Conductor prompt, a compact one (question + workers) for small models after a format warm start, or roster (compact + each worker's id after its name) ({_default('prompt')})")
@@ -278,6 +282,8 @@ def recipe_from_args(args: argparse.Namespace, *, cuda: bool | None = None) -> A
     given["env_options"] = env_options
     given["suite_options"] = _options(args.suite_option, "--suite-option")
     given["trainer_options"] = _options(args.trainer_option, "--trainer-option")
+    if args.domain_weight:
+        given["domain_weights"] = _options(args.domain_weight, "--domain-weight")
     settings = recipe_settings(base, given)
     try:
         if getattr(args, "recipe", None) == "paper":

@@ -78,6 +78,32 @@ def test_balanced_dataset_alternates_the_domains(factory):
     assert grpo_config(GRPORecipe()).shuffle_dataset is True
 
 
+def test_domain_weights_repeat_a_domain_in_every_round(factory):
+    balanced = build_dataset(factory, seed=3, balance_domains=True)
+    counts = {d: balanced["domain"].count(d) for d in set(balanced["domain"])}
+    heavy, light = sorted(counts)
+    weighted = build_dataset(factory, seed=3, balance_domains=True, domain_weights={heavy: 2})
+    domains = weighted["domain"]
+    rounds = [domains[i : i + 3] for i in range(0, len(domains), 3)]
+    assert len(domains) == 3 * counts[light] and all(sorted(r) == [heavy, heavy, light] for r in rounds)
+    assert sorted(p for p, d in zip(weighted["problem_id"], domains) if d == light) == sorted(
+        p for p, d in zip(balanced["problem_id"], balanced["domain"]) if d == light
+    )  # the light domain's problems once each, the heavy one's cycling
+    heavy_ids = [p for p, d in zip(weighted["problem_id"], domains) if d == heavy]
+    assert set(heavy_ids) == {p for p, d in zip(balanced["problem_id"], balanced["domain"]) if d == heavy}
+    assert weighted["episode_seed"] == list(range(3, 3 + len(weighted)))  # a repeat gets its own sub-pool and draws
+    with pytest.raises(ValueError, match="does not have"):
+        build_dataset(factory, balance_domains=True, domain_weights={"astrology": 2})
+    with pytest.raises(ValueError, match="integers >= 1"):
+        build_dataset(factory, balance_domains=True, domain_weights={heavy: 0})
+    with pytest.raises(ValueError, match="need balance_domains"):
+        build_dataset(factory, domain_weights={heavy: 2})
+    with pytest.raises(ValueError, match="set balance_domains"):
+        GRPORecipe(domain_weights={heavy: 2})
+    with pytest.raises(ValueError, match="integers >= 1"):
+        GRPORecipe(balance_domains=True, domain_weights={heavy: True})
+
+
 def test_each_rewarded_episode_is_appended_to_the_episodes_file_as_it_is_scored(factory, tmp_path):
     path = tmp_path / "run" / EPISODES_FILE
     reward = ConductorReward(factory, episodes_path=path)
@@ -243,6 +269,10 @@ def test_cli_maps_flags_to_the_recipe():
     assert recipe.use_vllm is False and recipe.learning_rate == 1e-6 and recipe.num_generations == 64
     assert recipe.balance_domains is False
     assert recipe_from_args(parser.parse_args(["train", "grpo", "--balance-domains"]), cuda=True).balance_domains is True
+    weighted = recipe_from_args(parser.parse_args(["train", "grpo", "--balance-domains", "--domain-weight", "reasoning=2"]), cuda=True)
+    assert weighted.domain_weights == {"reasoning": 2}
+    with pytest.raises(UsageError, match="set balance_domains"):
+        recipe_from_args(parser.parse_args(["train", "grpo", "--domain-weight", "reasoning=2"]), cuda=True)
     with pytest.raises(UsageError, match="unknown --env-option"):
         recipe_from_args(parser.parse_args(["train", "grpo", "--env-option", "max_round=2"]))
 
