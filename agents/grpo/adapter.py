@@ -18,7 +18,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,8 @@ class AdapterReport:
         bytes_written: Size of the folder's files.
         max_abs_error: Largest absolute difference between a weight delta and the product of its
             stored factors (truncation and storage dtype together).
+        truncated: Modules whose delta had a higher rank than the adapter holds (``truncate``),
+            each with the share of its delta's Frobenius norm the dropped directions carried.
     """
 
     out_dir: str
@@ -59,6 +61,7 @@ class AdapterReport:
     ranks: dict[str, int]
     bytes_written: int
     max_abs_error: float
+    truncated: dict[str, float] = field(default_factory=dict)
 
     @property
     def modules(self) -> list[str]:
@@ -72,6 +75,11 @@ class AdapterReport:
         return (
             f"LoRA adapter for {self.base}: {len(self.ranks)} modules, rank {shown}, "
             f"{self.bytes_written / 1e6:.1f} MB -> {self.out_dir} (max reconstruction error {self.max_abs_error:.2e})"
+            + (
+                f"; TRUNCATED {len(self.truncated)} modules, dropping up to {max(self.truncated.values()):.1%} of a delta's norm"
+                if self.truncated
+                else ""
+            )
         )
 
 
@@ -185,7 +193,9 @@ def _one_thread() -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def low_rank_factors(change: WeightDelta, name: str, *, max_rank: int, rtol: float = RANK_RTOL) -> tuple[Any, Any]:
+def low_rank_factors(
+    change: WeightDelta, name: str, *, max_rank: int, rtol: float = RANK_RTOL, truncate: bool = False
+) -> tuple[Any, Any]:
     """Factors a weight delta as ``B @ A`` with a truncated SVD.
 
     The rank is the number of singular values above both ``rtol`` times the largest and the
@@ -197,12 +207,14 @@ def low_rank_factors(change: WeightDelta, name: str, *, max_rank: int, rtol: flo
         name: The tensor's name, for errors.
         max_rank: The largest rank accepted.
         rtol: The relative cut.
+        truncate: Keep the ``max_rank`` largest singular directions of a delta of higher rank
+            (the best approximation of that rank) instead of refusing it: a lossy export.
 
     Returns:
         ``(B, A)``: float64 matrices of shapes ``(out, r)`` and ``(r, in)``.
 
     Raises:
-        ValueError: When the delta's rank is above ``max_rank``.
+        ValueError: When the delta's rank is above ``max_rank`` and ``truncate`` is off.
     """
     import torch
 
@@ -210,7 +222,9 @@ def low_rank_factors(change: WeightDelta, name: str, *, max_rank: int, rtol: flo
         u, s, vh = torch.linalg.svd(change.delta, full_matrices=False)
     tolerance = max(rtol * float(s[0]), change.noise)
     rank = int((s > tolerance).sum())
-    if rank > max_rank:
+    if rank > max_rank and truncate:
+        rank = max_rank
+    elif rank > max_rank:
         raise ValueError(
             f"tensor {name} differs from the base by a matrix of rank {rank} (singular values above "
             f"{tolerance:.1e}), above --max-rank {max_rank}: a LoRA adapter of that rank cannot hold it"
@@ -330,6 +344,7 @@ def export_adapter(
     base: str = DEFAULT_BASE,
     max_rank: int = 64,
     dtype: str = "float16",
+    truncate: bool = False,
 ) -> AdapterReport:
     """Writes a trained model folder as a PEFT LoRA adapter over ``base``.
 
@@ -340,6 +355,8 @@ def export_adapter(
             first use when loading) or a model folder.
         max_rank: The largest rank of a weight delta the adapter may hold.
         dtype: Storage dtype of the factors (``float16``, ``bfloat16`` or ``float32``).
+        truncate: Cut a delta of rank above ``max_rank`` to its ``max_rank`` largest singular
+            directions instead of refusing it; the report says what each cut module lost.
 
     Returns:
         An :class:`AdapterReport`.
@@ -347,7 +364,8 @@ def export_adapter(
     Raises:
         FileNotFoundError: When ``model_dir`` does not exist.
         ValueError: When it is not a model folder, does not fine-tune ``base``, or holds a
-            difference a LoRA adapter of rank ``max_rank`` cannot represent (the message names it).
+            difference a LoRA adapter of rank ``max_rank`` cannot represent (the message names it)
+            and ``truncate`` is off.
         ModelExportError: When ``base`` is neither a known local model nor a folder.
     """
     import torch
@@ -362,7 +380,7 @@ def export_adapter(
     deltas = weight_deltas(model_path, base_dir, linear)
     if not deltas:
         raise ValueError(f"{model_path} has the same weights as base {base}: there is no adapter to export")
-    factors = {name.removesuffix(".weight"): low_rank_factors(d, name, max_rank=max_rank) for name, d in deltas.items()}
+    factors = {name.removesuffix(".weight"): low_rank_factors(d, name, max_rank=max_rank, truncate=truncate) for name, d in deltas.items()}
     factors = {module: pair for module, pair in factors.items() if pair[0].shape[1] > 0}  # rank 0: rounding noise only
     if not factors:
         raise ValueError(f"{model_path} differs from base {base} only by rounding noise: there is no adapter to export")
@@ -376,4 +394,22 @@ def export_adapter(
         ranks={module: int(b.shape[1]) for module, (b, _) in factors.items()},
         bytes_written=sum(f.stat().st_size for f in out_path.iterdir() if f.is_file()),
         max_abs_error=error,
+        truncated=_truncation_losses(deltas, factors, max_rank) if truncate else {},
     )
+
+
+def _truncation_losses(deltas: dict[str, WeightDelta], factors: dict[str, tuple[Any, Any]], max_rank: int) -> dict[str, float]:
+    """Per module cut to ``max_rank``, ``||delta - B @ A|| / ||delta||`` (Frobenius, in float64).
+
+    A module kept at ``max_rank`` whose loss is no more than the rank cut's own tolerance
+    (:data:`RANK_RTOL`) had that rank to begin with and was not cut.
+    """
+    losses = {}
+    for name, change in deltas.items():
+        module = name.removesuffix(".weight")
+        b, a = factors.get(module, (None, None))
+        if b is not None and b.shape[1] == max_rank:
+            loss = float((change.delta - b @ a).norm() / change.delta.norm())
+            if loss > RANK_RTOL:
+                losses[module] = round(loss, 6)
+    return losses

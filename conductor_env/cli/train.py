@@ -82,7 +82,7 @@ def _register_export_adapter(kinds: Any) -> None:
         description=(
             "Write a trained model folder (e.g. a GRPO run's final) as a PEFT LoRA adapter over its base model: every "
             "Linear weight that differs from the base is factored with a truncated SVD, and the run's conductor.json "
-            "is copied beside it. Any other difference (embeddings, norms, a rank above --max-rank) is refused."
+            "is copied beside it. Any other difference (embeddings, norms, a rank above --max-rank unless --truncate) is refused."
         ),
     )
     export.add_argument("model_dir", metavar="MODEL_DIR", help="the trained model folder")
@@ -90,6 +90,10 @@ def _register_export_adapter(kinds: Any) -> None:
     export.add_argument("--base", default="gemma3-270m", help="local model name or folder the model was trained from (default: gemma3-270m)")
     export.add_argument("--max-rank", type=int, default=64, help="largest rank of a weight difference (default: 64)")
     export.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"], help="storage dtype of the factors (default: float16)")
+    export.add_argument(
+        "--truncate", action="store_true",
+        help="cut a difference of rank above --max-rank to its largest directions instead of refusing it (lossy: evaluate the adapter)",
+    )
     export.set_defaults(handler=run_export_adapter_command)
 
 
@@ -100,7 +104,7 @@ def run_export_adapter_command(args: argparse.Namespace) -> int:
     try:
         from conductor_env.agents.grpo.adapter import export_adapter
 
-        report = export_adapter(args.model_dir, args.out, base=args.base, max_rank=args.max_rank, dtype=args.dtype)
+        report = export_adapter(args.model_dir, args.out, base=args.base, max_rank=args.max_rank, dtype=args.dtype, truncate=args.truncate)
     except ImportError as error:
         raise UsageError(f"export-adapter needs peft and transformers ({error.name} is missing): pip install 'conductor-env[train]'") from error
     except (OSError, ValueError, ModelExportError) as error:

@@ -120,6 +120,16 @@ def test_a_rank_above_max_rank_is_refused(trained, tmp_path):
         export_adapter(trained["dir"], tmp_path / "out", max_rank=8)
 
 
+def test_truncate_keeps_the_largest_directions_and_says_what_it_cut(trained, tmp_path):
+    report = export_adapter(trained["dir"], tmp_path / "out", max_rank=8, truncate=True)
+    assert report.ranks == {QUERY: 4, DOWN: 8}
+    assert set(report.truncated) == {DOWN}  # the rank-4 module fits and is not reported as cut
+    assert 0.05 < report.truncated[DOWN] < 1.0  # half of 16 random directions carry a real share
+    assert "TRUNCATED 1 modules" in report.summary()
+    exact = export_adapter(trained["dir"], tmp_path / "exact", max_rank=16, truncate=True)
+    assert exact.truncated == {} and "TRUNCATED" not in exact.summary()
+
+
 def test_missing_or_non_model_folders_are_refused(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         export_adapter(tmp_path / "missing", tmp_path / "out")
