@@ -74,6 +74,17 @@ def build_dataset(
     return Dataset.from_dict(rows)
 
 
+def check_domain_weights(weights: Mapping[str, int]) -> None:
+    """Refuses a domain weight that is not an integer of at least 1.
+
+    Raises:
+        ValueError: Naming the bad weights.
+    """
+    bad = {domain: weight for domain, weight in weights.items() if not isinstance(weight, int) or isinstance(weight, bool) or weight < 1}
+    if bad:
+        raise ValueError(f"domain_weights must be integers >= 1, got {bad}")
+
+
 def _round_robin_by_domain(env: ConductorEnv, problem_ids: Sequence[str], seed: int, weights: Mapping[str, int]) -> list[str]:
     """Interleaves the problems' domains (each domain's order shuffled with ``seed``).
 
@@ -92,9 +103,7 @@ def _round_robin_by_domain(env: ConductorEnv, problem_ids: Sequence[str], seed: 
     unknown = sorted(set(weights) - set(by_domain))
     if unknown:
         raise ValueError(f"domain_weights name domains the split does not have: {unknown} (it has {sorted(by_domain)})")
-    bad = {domain: weight for domain, weight in weights.items() if not isinstance(weight, int) or isinstance(weight, bool) or weight < 1}
-    if bad:
-        raise ValueError(f"domain weights must be integers >= 1, got {bad}")
+    check_domain_weights(weights)
     rounds = max(-(-len(ids) // weights.get(domain, 1)) for domain, ids in by_domain.items())
     streams = {domain: _reshuffled_cycle(ids, order) for domain, ids in sorted(by_domain.items())}
     return [

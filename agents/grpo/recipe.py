@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any, Mapping
 
+from conductor_env.agents.grpo.data import check_domain_weights
 from conductor_env.agents.workflow_shapes import PLAN_ORDERS, WARM_START_SHAPES
 from conductor_env.envs.setup import EnvSetup
 from conductor_env.templates import load_template
@@ -183,9 +184,7 @@ class GRPORecipe:
             raise ValueError(f"format_warmup_id_orders must be at least 1, got {self.format_warmup_id_orders}")
         if self.domain_weights and not self.balance_domains:
             raise ValueError("domain_weights weigh the balance_domains order: set balance_domains too")
-        bad = {d: w for d, w in self.domain_weights.items() if not isinstance(w, int) or isinstance(w, bool) or w < 1}
-        if bad:
-            raise ValueError(f"domain_weights must be integers >= 1, got {bad}")
+        check_domain_weights(self.domain_weights)
         template = load_template(self.setup.options.conductor_template, "conductor")
         if template.prefill:
             raise ValueError(
