@@ -194,13 +194,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     from conductor_env.agents.workflow_shapes import PLAN_ORDERS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", help="a saved Conductor folder")
+    parser.add_argument("model", help="a saved Conductor folder, or a LoRA adapter folder (merged into its base once)")
     parser.add_argument("--recipe", default="orchestrate-judge")
     parser.add_argument("--n", type=int, default=60, help="training prompts to read")
     parser.add_argument("--shapes", default=None, help="the warm start's shape set: for the targets' shares (default orchestrate), or the targets --copy reads (default orchestrate-cheap-judge)")
     parser.add_argument("--copy", action="store_true", help="read whether the code line copies the plan's ids, on held-out questions with the whole pool renumbered")
     parser.add_argument("--plan-order", default="answer-first", choices=list(PLAN_ORDERS), help="with --copy: the plan order the model was warm-started with")
     args = parser.parse_args(argv)
+    from conductor_env.agents.grpo.model import resolve_model_path
+
+    args.model = resolve_model_path(args.model)
     if args.copy:
         report: Any = id_copy(args.model, args.recipe, args.n, args.shapes or "orchestrate-cheap-judge", args.plan_order)
     else:
