@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from conductor_env.agents.grpo.saving import CONDUCTOR_CONFIG
-from conductor_env.agents.grpo.weight_delta import WeightDelta, low_rank_factors, truncation_losses, weight_deltas
+from conductor_env.agents.grpo.weight_delta import WeightDelta, low_rank_factors, weight_deltas
 from conductor_env.workers.local_adapter import ADAPTER_CONFIG, is_adapter_folder
 
 #: PEFT's adapter weights file.
@@ -224,8 +224,9 @@ def export_adapter(
     deltas = weight_deltas(model_path, base_dir, linear)
     if not deltas:
         raise ValueError(f"{model_path} has the same weights as base {base}: there is no adapter to export")
-    factors = {name.removesuffix(".weight"): low_rank_factors(d, name, max_rank=max_rank, truncate=truncate) for name, d in deltas.items()}
-    factors = {module: pair for module, pair in factors.items() if pair[0].shape[1] > 0}  # rank 0: rounding noise only
+    low_rank = {name.removesuffix(".weight"): low_rank_factors(d, name, max_rank=max_rank, truncate=truncate) for name, d in deltas.items()}
+    low_rank = {module: f for module, f in low_rank.items() if f.b.shape[1] > 0}  # rank 0: rounding noise only
+    factors = {module: (f.b, f.a) for module, f in low_rank.items()}
     if not factors:
         raise ValueError(f"{model_path} differs from base {base} only by rounding noise: there is no adapter to export")
     out_path.mkdir(parents=True, exist_ok=True)
@@ -238,5 +239,5 @@ def export_adapter(
         ranks={module: int(b.shape[1]) for module, (b, _) in factors.items()},
         bytes_written=sum(f.stat().st_size for f in out_path.iterdir() if f.is_file()),
         max_abs_error=error,
-        truncated=truncation_losses(deltas, factors, max_rank) if truncate else {},
+        truncated={module: round(f.dropped, 6) for module, f in low_rank.items() if f.dropped > 0},
     )

@@ -2,8 +2,7 @@
 
 :func:`weight_deltas` reads the two safetensors folders one tensor at a time and returns each
 changed ``nn.Linear`` weight's delta; :func:`low_rank_factors` factors a delta as ``B @ A`` with an
-SVD at its exact rank (or cut to a largest rank); :func:`truncation_losses` says what a cut
-dropped. :mod:`conductor_env.agents.grpo.adapter` writes the factors as a PEFT LoRA adapter.
+SVD at its exact rank (or cut to a largest rank, saying what the cut left out). :mod:`conductor_env.agents.grpo.adapter` writes the factors as a PEFT LoRA adapter.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Singular values of a delta at or below this fraction of its largest are dropped, as are those
 #: under the rounding noise of storing the trained weight (:func:`rounding_noise`). A merged LoRA
@@ -134,9 +133,17 @@ def _one_thread() -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
+class LowRank(NamedTuple):
+    """A weight delta as ``b @ a``, and the share of its Frobenius norm a rank cut left out."""
+
+    b: Any
+    a: Any
+    dropped: float
+
+
 def low_rank_factors(
     change: WeightDelta, name: str, *, max_rank: int, rtol: float = RANK_RTOL, truncate: bool = False
-) -> tuple[Any, Any]:
+) -> LowRank:
     """Factors a weight delta as ``B @ A`` with a truncated SVD.
 
     The rank is the number of singular values above both ``rtol`` times the largest and the
@@ -152,7 +159,8 @@ def low_rank_factors(
             (the best approximation of that rank) instead of refusing it: a lossy export.
 
     Returns:
-        ``(B, A)``: float64 matrices of shapes ``(out, r)`` and ``(r, in)``.
+        A :class:`LowRank`: ``B`` and ``A``, float64 of shapes ``(out, r)`` and ``(r, in)``, and
+        the share of the delta's norm a cut to ``max_rank`` left out (0 without a cut).
 
     Raises:
         ValueError: When the delta's rank is above ``max_rank`` and ``truncate`` is off.
@@ -163,29 +171,12 @@ def low_rank_factors(
         u, s, vh = torch.linalg.svd(change.delta, full_matrices=False)
     tolerance = max(rtol * float(s[0]), change.noise)
     rank = int((s > tolerance).sum())
-    if rank > max_rank and truncate:
-        rank = max_rank
-    elif rank > max_rank:
+    if rank > max_rank and not truncate:
         raise ValueError(
             f"tensor {name} differs from the base by a matrix of rank {rank} (singular values above "
             f"{tolerance:.1e}), above --max-rank {max_rank}: a LoRA adapter of that rank cannot hold it"
         )
-    root = s[:rank].sqrt()
-    return u[:, :rank] * root, root[:, None] * vh[:rank]
-
-
-def truncation_losses(deltas: dict[str, WeightDelta], factors: dict[str, tuple[Any, Any]], max_rank: int) -> dict[str, float]:
-    """Per module cut to ``max_rank``, ``||delta - B @ A|| / ||delta||`` (Frobenius, in float64).
-
-    A module kept at ``max_rank`` whose loss is no more than the rank cut's own tolerance
-    (:data:`RANK_RTOL`) had that rank to begin with and was not cut.
-    """
-    losses = {}
-    for name, change in deltas.items():
-        module = name.removesuffix(".weight")
-        b, a = factors.get(module, (None, None))
-        if b is not None and b.shape[1] == max_rank:
-            loss = float((change.delta - b @ a).norm() / change.delta.norm())
-            if loss > RANK_RTOL:
-                losses[module] = round(loss, 6)
-    return losses
+    kept = min(rank, max_rank)
+    dropped = float(s[kept:rank].square().sum().sqrt() / s.square().sum().sqrt()) if kept < rank else 0.0
+    root = s[:kept].sqrt()
+    return LowRank(u[:, :kept] * root, root[:, None] * vh[:kept], dropped)
