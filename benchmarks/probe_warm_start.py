@@ -59,13 +59,39 @@ def target_shares(shapes: str) -> dict[str, float]:
     return shares
 
 
+def spread_over_domains(problems: Sequence[Any], n: int) -> list[Any]:
+    """The first problems of each domain in turn, ``n`` in all (fewer if the split has fewer).
+
+    Args:
+        problems: A split's problems (each with a ``domain``), in split order.
+        n: How many to take.
+
+    Returns:
+        Up to ``n`` problems, one domain after another in round-robin order.
+    """
+    by_domain: dict[str, list[Any]] = defaultdict(list)
+    for problem in problems:
+        by_domain[problem.domain].append(problem)
+    queues = [iter(queue) for queue in by_domain.values()]
+    taken: list[Any] = []
+    while queues and len(taken) < n:
+        for queue in list(queues):
+            problem = next(queue, None)
+            if problem is None:
+                queues.remove(queue)
+            elif len(taken) < n:
+                taken.append(problem)
+    return taken
+
+
 def probe(model_path: str, recipe_name: str = "orchestrate-judge", n: int = 60) -> dict[str, dict[str, float]]:
     """Returns, per domain, the mean next-word probability at each branch point.
 
     Args:
         model_path: A saved Conductor (e.g. ``train grpo --warm-start-only``'s ``warm_start``).
         recipe_name: The recipe whose env and prompt the prompts come from.
-        n: Training prompts to read (in split order).
+        n: Training prompts to read, shared evenly among the domains (each domain's first, in
+            split order), so a small ``n`` still reads every domain.
 
     Returns:
         ``{domain: {"<prefix> -> <word>": probability}}``.
@@ -87,7 +113,7 @@ def probe(model_path: str, recipe_name: str = "orchestrate-judge", n: int = 60) 
     env, build = factory.local(), prompt_builder_of(recipe.prompt)
     sums: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     try:
-        for i, problem in enumerate(env.problems[:n]):
+        for i, problem in enumerate(spread_over_domains(env.problems, n)):
             observation, info = env.reset(seed=i, options={"problem_id": problem.id})
             shown = {name: worker_id for worker_id, name in info["worker_map"].items() if name != "conductor"}
             prompt = tokenizer.apply_chat_template([{"role": "user", "content": build(observation)}], tokenize=False, add_generation_prompt=True)
@@ -196,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", help="a saved Conductor folder, or a LoRA adapter folder (merged into its base once)")
     parser.add_argument("--recipe", default="orchestrate-judge")
-    parser.add_argument("--n", type=int, default=60, help="training prompts to read")
+    parser.add_argument("--n", type=int, default=60, help="training prompts to read, shared evenly among the domains")
     parser.add_argument("--shapes", default=None, help="the warm start's shape set: for the targets' shares (default orchestrate), or the targets --copy reads (default orchestrate-cheap-judge)")
     parser.add_argument("--copy", action="store_true", help="read whether the code line copies the plan's ids, on held-out questions with the whole pool renumbered")
     parser.add_argument("--plan-order", default="answer-first", choices=list(PLAN_ORDERS), help="with --copy: the plan order the model was warm-started with")

@@ -9,6 +9,7 @@ import json
 import re
 from collections import defaultdict
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterator
 
 import pytest
@@ -324,6 +325,15 @@ def test_the_probe_reads_the_targets_shares_at_each_branch_of_the_answer_first_p
     assert uniform["Plan: checker=N reads -> flash"] == 0.333 and uniform["P(checker reads flash)"] == 0.167
     # The cheap judge three times in eight targets.
     assert weighted["P(checker reads flash)"] == 0.375 and weighted["Plan: checker=N reads -> flash"] == 0.6
+
+
+def test_the_probe_reads_every_domain_even_for_a_few_prompts():
+    """A split lists one domain after another; the probe's first n prompts must not all be math."""
+    probe = probe_module()
+    problems = [SimpleNamespace(id=f"{d}{i}", domain=d) for d in ("math", "language", "reasoning") for i in range(5)]
+    taken = [p.id for p in probe.spread_over_domains(problems, 7)]
+    assert taken == ["math0", "language0", "reasoning0", "math1", "language1", "reasoning1", "math2"]
+    assert len(probe.spread_over_domains(problems[:2], 7)) == 2  # fewer when the split has fewer
 
 
 def test_the_copy_probe_reads_each_code_id_with_its_role():
