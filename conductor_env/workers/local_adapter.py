@@ -90,7 +90,9 @@ def merged_model_folder(folder: str | Path, *, cache: str | Path | None = None) 
     """Returns a full model folder for ``folder``: itself, or for an adapter its base with it merged.
 
     The merged model and the base's tokenizer are written once, under a name made from the
-    adapter's files and its base, and found there on later calls.
+    adapter's files and its base, and found there on later calls. Other JSON files the adapter
+    folder carries (a trained Conductor's ``conductor.json``: its prompt and plan order) are
+    copied beside them, so the merged folder is the same Conductor.
 
     Args:
         folder: A ``transformers`` model folder or a PEFT LoRA adapter folder.
@@ -123,6 +125,9 @@ def merged_model_folder(folder: str | Path, *, cache: str | Path | None = None) 
     shutil.rmtree(partial, ignore_errors=True)
     load_causal_lm(folder, dtype=torch.float32).save_pretrained(str(partial))
     AutoTokenizer.from_pretrained(str(base), local_files_only=True).save_pretrained(str(partial))
+    for path in Path(folder).glob("*.json"):
+        if path.name != ADAPTER_CONFIG and not (partial / path.name).exists():
+            shutil.copyfile(path, partial / path.name)
     try:
         partial.rename(out)  # whole or not at all: a crash mid-write leaves only the partial folder
     except OSError:

@@ -102,6 +102,9 @@ def test_training_can_start_from_the_adapter_merged_once_into_a_plain_model_fold
     assert merged.parent == tmp_path and not any(p.name.startswith(merged.name + ".partial") for p in tmp_path.iterdir())
     written = (merged / "config.json").stat().st_mtime_ns
     assert merged_model_folder(adapter, cache=tmp_path) == merged and (merged / "config.json").stat().st_mtime_ns == written
+    # The Conductor's prompt and plan order come along, so llm:<merged folder> plays as the adapter does.
+    assert (merged / "conductor.json").read_bytes() == (adapter / "conductor.json").read_bytes()
+    assert not (merged / "adapter_config.json").exists()
 
     plain = AutoModelForCausalLM.from_pretrained(str(merged), dtype=torch.float32, local_files_only=True)
     reference = load_causal_lm(adapter, dtype=torch.float32)
