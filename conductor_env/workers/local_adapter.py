@@ -86,6 +86,13 @@ def load_causal_lm(folder: str | Path, *, dtype: Any) -> Any:
     return PeftModel.from_pretrained(model, str(folder), is_trainable=False).merge_and_unload()
 
 
+def _copy_sidecar_files(adapter: str | Path, merged: Path) -> None:
+    """Copies the adapter folder's JSON files other than its config that ``merged`` lacks."""
+    for path in Path(adapter).glob("*.json"):
+        if path.name != ADAPTER_CONFIG and not (merged / path.name).exists():
+            shutil.copyfile(path, merged / path.name)
+
+
 def merged_model_folder(folder: str | Path, *, cache: str | Path | None = None) -> Path:
     """Returns a full model folder for ``folder``: itself, or for an adapter its base with it merged.
 
@@ -117,6 +124,7 @@ def merged_model_folder(folder: str | Path, *, cache: str | Path | None = None) 
     out = Path(cache) if cache is not None else cache_dir() / "merged"
     out = out / digest.hexdigest()[:20]
     if (out / "config.json").is_file():
+        _copy_sidecar_files(folder, out)  # a folder merged before they were copied
         return out
     import torch
     from transformers import AutoTokenizer
@@ -125,9 +133,7 @@ def merged_model_folder(folder: str | Path, *, cache: str | Path | None = None) 
     shutil.rmtree(partial, ignore_errors=True)
     load_causal_lm(folder, dtype=torch.float32).save_pretrained(str(partial))
     AutoTokenizer.from_pretrained(str(base), local_files_only=True).save_pretrained(str(partial))
-    for path in Path(folder).glob("*.json"):
-        if path.name != ADAPTER_CONFIG and not (partial / path.name).exists():
-            shutil.copyfile(path, partial / path.name)
+    _copy_sidecar_files(folder, partial)
     try:
         partial.rename(out)  # whole or not at all: a crash mid-write leaves only the partial folder
     except OSError:

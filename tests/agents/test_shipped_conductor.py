@@ -105,6 +105,8 @@ def test_training_can_start_from_the_adapter_merged_once_into_a_plain_model_fold
     # The Conductor's prompt and plan order come along, so llm:<merged folder> plays as the adapter does.
     assert (merged / "conductor.json").read_bytes() == (adapter / "conductor.json").read_bytes()
     assert not (merged / "adapter_config.json").exists()
+    (merged / "conductor.json").unlink()  # merged by an older version: found, and completed
+    assert merged_model_folder(adapter, cache=tmp_path) == merged and (merged / "conductor.json").is_file()
 
     plain = AutoModelForCausalLM.from_pretrained(str(merged), dtype=torch.float32, local_files_only=True)
     reference = load_causal_lm(adapter, dtype=torch.float32)
