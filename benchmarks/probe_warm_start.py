@@ -69,19 +69,12 @@ def spread_over_domains(problems: Sequence[Any], n: int) -> list[Any]:
     Returns:
         Up to ``n`` problems, one domain after another in round-robin order.
     """
+    from conductor_env.agents.grpo.data import interleave
+
     by_domain: dict[str, list[Any]] = defaultdict(list)
     for problem in problems:
         by_domain[problem.domain].append(problem)
-    queues = [iter(queue) for queue in by_domain.values()]
-    taken: list[Any] = []
-    while queues and len(taken) < n:
-        for queue in list(queues):
-            problem = next(queue, None)
-            if problem is None:
-                queues.remove(queue)
-            elif len(taken) < n:
-                taken.append(problem)
-    return taken
+    return interleave(list(by_domain.values()))[:n]
 
 
 def probe(model_path: str, recipe_name: str = "orchestrate-judge", n: int = 60) -> dict[str, dict[str, float]]:

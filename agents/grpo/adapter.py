@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from conductor_env.agents.grpo.saving import CONDUCTOR_CONFIG
-from conductor_env.agents.grpo.weight_delta import WeightDelta, low_rank_factors, weight_deltas
+from conductor_env.agents.grpo.weight_delta import LowRank, WeightDelta, low_rank_factors, weight_deltas
 from conductor_env.workers.local_adapter import ADAPTER_CONFIG, is_adapter_folder
 
 #: PEFT's adapter weights file.
@@ -110,7 +110,7 @@ def base_skeleton(base_dir: Path) -> Any:
         return AutoModelForCausalLM.from_config(config)
 
 
-def _write_adapter(base_model: Any, factors: dict[str, tuple[Any, Any]], base: str, out_dir: Path, dtype: str) -> dict[str, Any]:
+def _write_adapter(base_model: Any, factors: dict[str, LowRank], base: str, out_dir: Path, dtype: str) -> dict[str, Any]:
     """Builds the adapter with PEFT on ``base_model`` (a :func:`base_skeleton`), puts the factors in
     its LoRA weights in ``dtype`` and saves it.
 
@@ -120,16 +120,16 @@ def _write_adapter(base_model: Any, factors: dict[str, tuple[Any, Any]], base: s
     import torch
     from peft import get_peft_model
 
-    ranks = {module: b.shape[1] for module, (b, _) in factors.items()}
+    ranks = _ranks(factors)
     peft_model = get_peft_model(base_model, adapter_lora_config(ranks))
     peft_model.peft_config["default"].base_model_name_or_path = base  # the name, not the cache folder
     target = getattr(torch, dtype)
     stored: dict[str, Any] = {}
-    for module_path, (b, a) in factors.items():
+    for module_path, factor in factors.items():
         layer = peft_model.base_model.model.get_submodule(module_path)
         lora_a, lora_b = layer.lora_A["default"], layer.lora_B["default"]
-        lora_a.weight = torch.nn.Parameter(a.to(target).contiguous(), requires_grad=False)
-        lora_b.weight = torch.nn.Parameter(b.to(target).contiguous(), requires_grad=False)
+        lora_a.weight = torch.nn.Parameter(factor.a.to(target).contiguous(), requires_grad=False)
+        lora_b.weight = torch.nn.Parameter(factor.b.to(target).contiguous(), requires_grad=False)
         stored[module_path] = lora_b.weight.double() @ lora_a.weight.double()
     # Saved aside and moved in, so PEFT's placeholder model card never touches out_dir's own README.
     with tempfile.TemporaryDirectory(prefix=".adapter-", dir=out_dir) as staging:
@@ -138,6 +138,11 @@ def _write_adapter(base_model: Any, factors: dict[str, tuple[Any, Any]], base: s
         for name in (ADAPTER_CONFIG, ADAPTER_WEIGHTS):
             os.replace(Path(staging) / name, out_dir / name)
     return stored
+
+
+def _ranks(factors: dict[str, LowRank]) -> dict[str, int]:
+    """Module path -> the rank of its factors."""
+    return {module: int(factor.b.shape[1]) for module, factor in factors.items()}
 
 
 def _max_error(deltas: dict[str, WeightDelta], stored: dict[str, Any]) -> float:
@@ -224,9 +229,8 @@ def export_adapter(
     deltas = weight_deltas(model_path, base_dir, linear)
     if not deltas:
         raise ValueError(f"{model_path} has the same weights as base {base}: there is no adapter to export")
-    low_rank = {name.removesuffix(".weight"): low_rank_factors(d, name, max_rank=max_rank, truncate=truncate) for name, d in deltas.items()}
-    low_rank = {module: f for module, f in low_rank.items() if f.b.shape[1] > 0}  # rank 0: rounding noise only
-    factors = {module: (f.b, f.a) for module, f in low_rank.items()}
+    factors = {name.removesuffix(".weight"): low_rank_factors(d, name, max_rank=max_rank, truncate=truncate) for name, d in deltas.items()}
+    factors = {module: f for module, f in factors.items() if f.b.shape[1] > 0}  # rank 0: rounding noise only
     if not factors:
         raise ValueError(f"{model_path} differs from base {base} only by rounding noise: there is no adapter to export")
     out_path.mkdir(parents=True, exist_ok=True)
@@ -236,8 +240,8 @@ def export_adapter(
     return AdapterReport(
         out_dir=str(out_path),
         base=base,
-        ranks={module: int(b.shape[1]) for module, (b, _) in factors.items()},
+        ranks=_ranks(factors),
         bytes_written=sum(f.stat().st_size for f in out_path.iterdir() if f.is_file()),
         max_abs_error=error,
-        truncated={module: round(f.dropped, 6) for module, f in low_rank.items() if f.dropped > 0},
+        truncated={module: round(f.dropped, 6) for module, f in factors.items() if f.dropped > 0},
     )

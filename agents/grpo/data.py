@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypeVar
 
 from conductor_env.agents.grpo.prompts import PromptBuilder, chat_messages, full_prompt
 from conductor_env.agents.grpo.reward import EnvFactory
@@ -85,6 +85,21 @@ def check_domain_weights(weights: Mapping[str, int]) -> None:
         raise ValueError(f"domain_weights must be integers >= 1, got {bad}")
 
 
+T = TypeVar("T")
+
+
+def interleave(queues: Sequence[Sequence[T]]) -> list[T]:
+    """The queues' items one from each in turn, while they last (``[[a, b], [c]]`` -> ``[a, c, b]``).
+
+    Args:
+        queues: The queues, in the order a round visits them.
+
+    Returns:
+        Every item, round by round.
+    """
+    return [queue[i] for i in range(max(map(len, queues), default=0)) for queue in queues if i < len(queue)]
+
+
 def _round_robin_by_domain(env: ConductorEnv, problem_ids: Sequence[str], seed: int, weights: Mapping[str, int]) -> list[str]:
     """Interleaves the problems' domains (each domain's order shuffled with ``seed``).
 
@@ -98,8 +113,7 @@ def _round_robin_by_domain(env: ConductorEnv, problem_ids: Sequence[str], seed: 
         by_domain.setdefault(domain_of[problem_id], []).append(problem_id)
     order = random.Random(seed)
     if not weights:
-        queues = [order.sample(ids, len(ids)) for _, ids in sorted(by_domain.items())]
-        return [queue[i] for i in range(max(map(len, queues), default=0)) for queue in queues if i < len(queue)]
+        return interleave([order.sample(ids, len(ids)) for _, ids in sorted(by_domain.items())])
     unknown = sorted(set(weights) - set(by_domain))
     if unknown:
         raise ValueError(f"domain_weights name domains the split does not have: {unknown} (it has {sorted(by_domain)})")
