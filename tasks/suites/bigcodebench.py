@@ -29,6 +29,7 @@ from typing import Any
 
 from conductor_env.sandboxes.base import Limits
 from conductor_env.tasks.extract import extract_code
+from conductor_env.tasks.program_text import SYNTAX_ERROR, parse_candidate
 from conductor_env.tasks.registry import SuiteError
 from conductor_env.tasks.sandboxed import SandboxedSuite, SandboxRef, summarize_report
 
@@ -67,14 +68,21 @@ def default_sandbox(pool_size: int | None = None) -> Any:
 
 def _entry_point_line(source: str, entry_point: str) -> int | None:
     """The 1-based first line (decorators included) of a top-level ``def entry_point``, if any."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parse_candidate(source)  # bounded, never raising
+    if not isinstance(tree, ast.Module):
         return None
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry_point:
             return min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
     return None
+
+
+def prompt_prelude(problem: Problem) -> str:
+    """The lines of the task's ``code_prompt`` before its entry point (imports and constants):
+    the tests' globals, as the prompt's module would hold them (trusted: from the row)."""
+    code_prompt, entry_point = problem.metadata["code_prompt"], problem.metadata["entry_point"]
+    line = _entry_point_line(code_prompt + "    pass\n", entry_point)
+    return "".join(code_prompt.splitlines(keepends=True)[: line - 1]) if line else ""
 
 
 def build_program(problem: Problem, code: str) -> str:
@@ -89,9 +97,7 @@ def build_program(problem: Problem, code: str) -> str:
     """
     code_prompt, entry_point = problem.metadata["code_prompt"], problem.metadata["entry_point"]
     if _entry_point_line(code, entry_point) is not None:
-        line = _entry_point_line(code_prompt + "    pass\n", entry_point)  # the prompt ends at the signature
-        preamble = "".join(code_prompt.splitlines(keepends=True)[: line - 1]) if line else ""
-        return f"{preamble}{code}\n"
+        return f"{prompt_prelude(problem)}{code}\n"
     return f"{code_prompt}{code}\n"
 
 
@@ -303,8 +309,12 @@ class BigCodeBenchSuite(SandboxedSuite):
         code = extract_code(answer or "")
         if code is None:
             return Score(False, 0.0, "no code block")
+        parsed = parse_candidate(code)  # too long, not text, or nested too deeply: refused unrun
+        if isinstance(parsed, str) and not parsed.startswith(SYNTAX_ERROR):
+            return Score(False, 0.0, parsed)
         preload = preload_modules(problem.metadata.get("libs"), problem.metadata["test"] + "\n" + _imports_of(problem))
-        tests = [{"checks": problem.metadata["test"], "preload": preload, "real_ctypes": needs_real_ctypes(preload)}]
+        tests = [{"checks": problem.metadata["test"], "preload": preload, "real_ctypes": needs_real_ctypes(preload),
+                  "prelude": prompt_prelude(problem), "entry_point": problem.metadata["entry_point"]}]
         report = self.sandbox().run_tests(build_program(problem, code), tests, kind="unittest", limits=self.limits)
         score = summarize_report(report)
         if score.correct:

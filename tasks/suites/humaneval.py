@@ -30,6 +30,7 @@ from typing import Any, Mapping, Sequence
 from conductor_env.sandboxes.base import Limits
 from conductor_env.suite import Problem, Score
 from conductor_env.tasks.extract import extract_code
+from conductor_env.tasks.program_text import SYNTAX_ERROR, parse_candidate
 from conductor_env.tasks.registry import SuiteError
 from conductor_env.tasks.sandboxed import SandboxedSuite, SandboxRef, summarize_report
 
@@ -43,11 +44,15 @@ NOT_MAIN = '__name__ = "solution"  # as in the reference harness: `if __name__ =
 
 
 
-def _entry_point_line(source: str, entry_point: str) -> int | None:
-    """Returns the 1-based first line (decorators included) of a top-level ``def entry_point``."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+def _entry_point_line(source: str | ast.Module, entry_point: str) -> int | None:
+    """Returns the 1-based first line (decorators included) of a top-level ``def entry_point``.
+
+    Args:
+        source: Python source (parsed with :func:`parse_candidate`, so never raising), or its tree.
+        entry_point: The function's name.
+    """
+    tree = parse_candidate(source) if isinstance(source, str) else source
+    if not isinstance(tree, ast.Module):
         return None
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry_point:
@@ -63,19 +68,22 @@ def _prompt_preamble(prompt: str, entry_point: str) -> str:
     return "".join(prompt.splitlines(keepends=True)[: line - 1])
 
 
-def build_program(problem: Problem, code: str) -> str:
+def build_program(problem: Problem, code: str, *, tree: ast.Module | str | None = None) -> str:
     """Returns the candidate program for ``code``: no checks, no tests.
 
     Args:
         problem: A HumanEval problem (``metadata`` holds ``prompt``, ``entry_point``, ``test``).
         code: The worker's code: a complete function, or the completion of the prompt.
+        tree: ``parse_candidate(code)``, when the caller has it (parsed here otherwise).
 
     Returns:
         Python source that defines the entry-point function.
     """
     prompt = problem.metadata["prompt"]
     entry_point = problem.metadata["entry_point"]
-    if _entry_point_line(code, entry_point) is not None:
+    if tree is None:
+        tree = parse_candidate(code)
+    if isinstance(tree, ast.Module) and _entry_point_line(tree, entry_point) is not None:
         body = _prompt_preamble(prompt, entry_point) + code
     else:
         body = prompt + code
@@ -192,14 +200,21 @@ class HumanEvalSuite(SandboxedSuite):
 
         Returns:
             ``correct`` (score 1.0) when every check passed; else score 0.0 and the failure
-            (``"no code block"``, the assertion or exception, a result that is not plain data,
-            a timeout, an early exit).
+            (``"no code block"``, a program refused on the host: too long, not text, unparsable
+            other than by a syntax error (see :mod:`conductor_env.tasks.program_text`); the
+            assertion or exception, a result that is not plain data, a timeout, an early exit).
         """
         code = extract_code(answer or "")
         if code is None:
             return Score(False, 0.0, "no code block")
+        tree = parse_candidate(code)
+        if isinstance(tree, str) and not tree.startswith(SYNTAX_ERROR):
+            # A syntax error may be a completion (an indented body) that compiles after the
+            # prompt, so the sandbox decides; the rest (too long, not text, nested too deeply:
+            # CPython's compiler refuses those too) is refused here, unrun.
+            return Score(False, 0.0, tree)
         report = self.sandbox().run_tests(
-            build_program(problem, code),
+            build_program(problem, code, tree=tree),
             [build_checks(problem)],
             kind="isolated",
             func_name=problem.metadata["entry_point"],

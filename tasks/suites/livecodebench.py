@@ -44,6 +44,7 @@ from typing import Any, Mapping, Sequence
 from conductor_env.sandboxes.base import Limits
 from conductor_env.suite import Problem, Score
 from conductor_env.tasks.extract import extract_code
+from conductor_env.tasks.program_text import program_text_problem
 from conductor_env.tasks.lcb_dataset import DEFAULT_VERSION, RowSource, open_rows, parse_date, row_to_problem
 from conductor_env.tasks.lcb_private_tests import PrivateTestsError, check_private_payload, decode_private_tests
 from conductor_env.tasks.public_tests import graded_test_set, resolve_opt_in
@@ -274,7 +275,9 @@ class LiveCodeBenchSuite(SandboxedSuite):
 
         Returns:
             ``correct`` when every test passes; ``score`` the fraction passed; ``reason`` the
-            first failing test's verdict and detail, ``"no code block"``, or a sandbox error;
+            first failing test's verdict and detail, ``"no code block"``, a program refused
+            unrun (too long, not text: :func:`~conductor_env.tasks.program_text.program_text_problem`),
+            or a sandbox error;
             ``test_set`` the problem's (``"public"`` for a row without private tests, whose
             ``correct`` says only that the printed examples pass).
 
@@ -287,6 +290,11 @@ class LiveCodeBenchSuite(SandboxedSuite):
         code = extract_code(answer or "")
         if code is None:
             return Score(False, 0.0, "no code block")
+        refused = program_text_problem(code)
+        if refused is not None:
+            # Not parsed on the host, but shipped to the sandbox: bounded in size, and text no
+            # pipe can carry (lone surrogates) never reaches it.
+            return Score(False, 0.0, refused)
         try:
             tests = self.tests_for(problem)
         except PrivateTestsError as error:
