@@ -165,6 +165,8 @@ def encode_job(job: dict) -> bytes:
         trailer = job["tests"][0]["checks"].encode("utf-8")
         header["preload"] = job["tests"][0].get("preload", [])
         header["real_ctypes"] = bool(job["tests"][0].get("real_ctypes"))
+        header["prelude"] = job["tests"][0].get("prelude", "")  # the prompt's own lines: no secret
+        header["entry_point"] = job["tests"][0].get("entry_point", "task_func")
         header["tests"] = []
         header["checks_bytes"] = len(trailer)
     elif job["kind"] == "isolated":

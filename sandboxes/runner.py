@@ -18,7 +18,8 @@ binds, never through an import, and none of them is in ``sys.modules``):
 - ``runner_watch``: a test's processes from fork to reaping, and its files.
 - ``proxy``: checks and candidate as separate parties (kind ``isolated``).
 - ``runner_unittest``: a program, then ``unittest`` tests it never held (kind ``unittest``);
-  ``runner_unittest_libs`` loads the task's libraries before it.
+  ``runner_unittest_libs`` loads the task's libraries before it, ``runner_unittest_watch``
+  watches what the tests rely on.
 
 Grading is not part of it: it runs on the host (:mod:`conductor_env.sandboxes.grading`).
 
@@ -126,7 +127,9 @@ PAYLOAD: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runner_watch", ()),
     ("runner_jobs", ("runner", "runner_child", "runner_watch", "proxy")),
     ("runner_unittest_libs", ()),
-    ("runner_unittest", ("runner", "runner_child", "runner_guard", "runner_jobs", "runner_unittest_libs", "runner_watch")),
+    ("runner_unittest_watch", ()),
+    ("runner_unittest", ("runner", "runner_child", "runner_guard", "runner_jobs", "runner_unittest_libs",
+                         "runner_unittest_watch", "runner_watch")),
     ("runner_server", ("runner", "runner_jobs", "runner_watch", "runner_unittest")),
 )
 

@@ -37,6 +37,9 @@ BLOCKED_EVENTS = frozenset(
 )
 #: Attributes whose read hands out a frame.
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+#: Function attributes that may not be replaced: a new ``__code__`` or new defaults change what
+#: a function the grader holds does, without changing its identity (which is what is checked).
+FROZEN_FUNCTION_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 #: The builtins the hook calls, bound when this module loads (before any program runs).
 _BUILTINS = (isinstance, callable, int, len, str, bytes)
 _ERRORS = (ValueError, ImportError, PermissionError, TypeError)
@@ -68,8 +71,13 @@ _CHILD_HELPERS_CODE = compile(_CHILD_HELPERS, "<sandbox>", "exec")
 
 
 def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_modules: frozenset, helpers: dict,
-                real_signal: Any, real_create_builtin: Any):
+                real_signal: Any, real_create_builtin: Any, tests: list):
     """Returns the audit hook installed in the child before the program runs.
+
+    ``tests`` is held by the runner alone: once it is not empty the tests are running, and
+    from then on no signal handler may be installed (it would run candidate code between test
+    calls) and no function in it may have its ``__code__`` read (the runner's own wrappers,
+    whose constants hold what they check with).
 
     Besides refusing the events above, it is the only holder of the real ``signal.signal``: the
     program's ``signal.signal`` raises the event ``conductor.signal``, and the hook installs the
@@ -85,6 +93,7 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
     isinstance, callable, int, len, str, bytes = _BUILTINS  # noqa: A001
     ValueError, ImportError, PermissionError, TypeError = _ERRORS  # noqa: A001
     make_frameless = helpers["make_frameless"]
+    frozen_function_attributes = FROZEN_FUNCTION_ATTRIBUTES
     text = str.__str__
     realpath, fspath = os.path.realpath, os.fspath
     refused_path = _make_path_check(realpath, fspath)
@@ -95,6 +104,15 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
         if event == "object.__getattr__":
             if len(args) > 1 and args[1] in frame_attributes:
                 raise ValueError(f"{args[1]} is not available in the sandbox")
+            if len(args) > 1 and args[1] == "__code__":
+                for protected in tests:
+                    if args[0] is protected:
+                        raise ValueError("__code__ of the grader's functions is not available in the sandbox")
+        elif event in ("object.__setattr__", "object.__delattr__"):
+            if len(args) > 1 and args[1] in frozen_function_attributes:
+                raise ValueError(f"replacing {args[1]} is not available in the sandbox")
+        elif event == "sys.addaudithook":
+            raise ValueError("audit hooks are not available in the sandbox")
         elif event == "import":
             name = args[0] if args else ""
             if isinstance(name, str) and (
@@ -115,6 +133,8 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
             if "proc" in target:
                 raise PermissionError("links into /proc are not available in the sandbox")
         elif event == "conductor.signal":
+            if tests:
+                raise ValueError("signal handlers cannot be installed while the tests run")
             signalnum, handler = args
             if isinstance(handler, int):
                 handler = int(handler)  # SIG_IGN / SIG_DFL, possibly as signal.Handlers members
@@ -163,16 +183,22 @@ def _make_path_check(realpath: Any, fspath: Any) -> Any:
     return refused_path
 
 
-def install_guard() -> None:
+def install_guard(tests: list | None = None) -> None:
     """Installs the guard in this process (the child, before the program runs) and routes
-    ``signal.signal`` and ``_imp.create_builtin`` through it (see :func:`_make_guard`)."""
+    ``signal.signal`` and ``_imp.create_builtin`` through it (see :func:`_make_guard`).
+
+    Args:
+        tests: The list the runner holds to tell the guard that the tests run (kind
+            ``unittest``); the other kinds pass none.
+    """
     import _imp
 
     c_signal = signal._signal  # the C module object that signal.py and sys.modules share
     helpers: dict = {"__builtins__": __builtins__}
     exec(_CHILD_HELPERS_CODE, helpers)  # noqa: S102 - our own source
     guard = _make_guard(
-        BLOCKED_EVENTS, FRAME_ATTRIBUTES, BLOCKED_MODULES, helpers, c_signal.signal, _imp.create_builtin
+        BLOCKED_EVENTS, FRAME_ATTRIBUTES, BLOCKED_MODULES, helpers, c_signal.signal, _imp.create_builtin,
+        tests if tests is not None else [],
     )
     wrapper = helpers["make_signal"](sys.audit, signal.getsignal)
     wrapper.__name__ = wrapper.__qualname__ = "signal"

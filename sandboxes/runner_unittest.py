@@ -27,11 +27,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the sandbox, runner.load_payload binds these names (the payload imports only the stdlib)
-    from conductor_env.sandboxes import runner, runner_child, runner_guard, runner_jobs, runner_unittest_libs, runner_watch
+    from conductor_env.sandboxes import (runner, runner_child, runner_guard, runner_jobs, runner_unittest_libs,
+                                         runner_unittest_watch, runner_watch)
 
-#: Modules whose attributes (and whose classes' attributes) must not change while tests run.
-WATCHED_MODULES = ("builtins", "unittest", "unittest.case", "unittest.result", "unittest.suite",
-                   "unittest.loader", "unittest.util", "unittest.mock")  # fmt: skip
 #: Characters of a failing test's message kept in the record.
 MESSAGE_CHARS = 300
 
@@ -127,35 +125,44 @@ def _send_tests(tests_w: int, data: bytes, deadline: float) -> None:
 def child_main(job: dict, nonce: bytes, token: bytes, fds: dict, channels: tuple, workdir: str, config: dict) -> None:
     """The child: the program's top level, then the tests, then the record; never returns."""
     exit_now, getpid, write_record = os._exit, os.getpid, runner_child._write_record
+    watch = runner_unittest_watch
     my_pid = getpid()
+    tests_phase: list = []
     try:
         runner_child.setup_child(fds, workdir, job["limits"], config, channels=channels)
-        runner_unittest_libs.prepare_libraries(job.get("preload") or [], bool(job.get("real_ctypes")))
-        kit = _bind_kit()
+        preload = job.get("preload") or []
+        runner_unittest_libs.prepare_libraries(preload, bool(job.get("real_ctypes")))
+        libraries = tuple({name.partition(".")[0] for name in preload})
+        kit = _bind_kit(libraries, tests_phase)
         program_path = os.path.join(workdir, "main.py")
+        test_globals = _test_globals(kit, job.get("prelude") or "", program_path)
+        kit["watched"] = watch.namespaces(kit, deep=True)
+        kit["watched_calls"] = watch.namespaces(kit, deep=False)
+        kit["snapshot"] = watch.snapshot(kit, kit["watched"])
+        kit["classes_before"] = watch.all_classes(kit)
         with open(program_path, "w", encoding="utf-8") as handle:
             handle.write(job["program"])
-        runner_guard.install_guard()
+        runner_guard.install_guard(tests_phase)
     except BaseException as error:  # the runner's own set-up failed: report it, run nothing
         os.write(2, f"sandbox set-up failed: {error!r}\n".encode())
         os._exit(71)
-    status, fields = _run_all(kit, job["program"], program_path, token)
+    entry_point = str(job.get("entry_point") or "task_func")
+    status, fields = _run_all(kit, job["program"], program_path, token, test_globals, entry_point)
     runner_child._finish_as_python_does((kit["stdout"], kit["stderr"]))
     if getpid() != my_pid:
         exit_now(0)  # a process the program forked reached the end: it writes no record
     write_record(nonce, status, fields)
 
 
-def _bind_kit() -> dict:
+def _bind_kit(libraries: tuple, tests_phase: list) -> dict:
     """Everything the child uses after the program ran, bound before it runs.
 
     Returns:
-        A dict of callables, the ``TestCase`` methods by name, and the snapshot of
-        :data:`WATCHED_MODULES` (``(owner, name) -> id``).
+        A dict of callables, the ``TestCase`` methods by name, and what
+        :mod:`~conductor_env.sandboxes.runner_unittest_watch` checks with.
     """
     import _thread
     import builtins
-    import json
     import sys
     import types
     import unittest
@@ -163,56 +170,39 @@ def _bind_kit() -> dict:
 
     case_methods = {name: value for name, value in vars(unittest.TestCase).items() if type(value) is types.FunctionType}
     kit = {
-        "json": json.dumps, "read": os.read, "write": os.write, "close": os.close, "method": types.MethodType,
+        "read": os.read, "write": os.write, "close": os.close, "method": types.MethodType,
         "module": type(sys), "modules": sys.modules, "threads": _thread._count, "compile": compile, "exec": exec,
-        "getattr": getattr, "isinstance": isinstance, "issubclass": issubclass, "type": type, "str": str,
-        "sorted": sorted, "dir": dir, "callable": callable, "vars": vars, "len": len, "list": list, "dict": dict,
-        "base_exception": BaseException, "assertion": AssertionError, "id": id, "items": dict.items,
-        "proxy_items": types.MappingProxyType.items,
-        "new": object.__new__, "index": tuple.index,
+        "getattr": getattr, "setattr": setattr, "isinstance": isinstance, "issubclass": issubclass, "type": type,
+        "str": str, "sorted": sorted, "dir": dir, "callable": callable, "vars": vars, "len": len, "list": list,
+        "dict": dict, "base_exception": BaseException, "assertion": AssertionError, "id": id, "items": dict.items,
+        "new": object.__new__, "index": tuple.index, "function_type": types.FunctionType,
         "test_case": unittest.TestCase, "case_methods": case_methods, "case_init": unittest.TestCase.__init__,
         "failure": unittest.TestCase.failureException, "builtins": builtins.__dict__,
-        "stdout": sys.stdout, "stderr": sys.stderr,
+        "pristine_builtins": dict(builtins.__dict__), "stdout": sys.stdout, "stderr": sys.stderr,
     }  # fmt: skip
-    kit["snapshot"] = _snapshot(kit)
+    runner_unittest_watch.bind(kit, libraries, tests_phase)
     return kit
 
 
-def _snapshot(kit: dict) -> dict:
-    """``(owner, name) -> id(value)`` over :data:`WATCHED_MODULES`' attributes and their classes' dicts."""
-    seen: dict = {}
-    type_, vars_, isinstance_, id_, items = kit["type"], kit["vars"], kit["isinstance"], kit["id"], kit["items"]
-    for module_name in WATCHED_MODULES:
-        module = kit["modules"].get(module_name)
-        if module is None:
-            continue
-        for name, value in items(vars_(module)):
-            is_class = isinstance_(value, type_)
-            if is_class or module_name != "unittest.mock":  # mock's module globals are its state (file_spec)
-                seen[(module_name, name)] = id_(value)
-            if is_class and module_name != "builtins":
-                for attribute, member in kit["proxy_items"](vars_(value)):
-                    seen[(module_name, name, attribute)] = id_(member)
-    return seen
+def _test_globals(kit: dict, prelude: str, program_path: str) -> dict:
+    """The tests' own globals, made before the program runs: a copy of ``builtins`` and the task's
+    prelude (the imports and constants of its ``code_prompt``, from the row).
 
-
-def _tampered(kit: dict, base: dict, now: dict) -> str:
-    """The first watched attribute that changed, or a watched class's new one, as text ("" when none).
-
-    Modules may gain names (lazy imports); classes may not (say, ``TestCase.__getattribute__``).
+    BigCodeBench runs the program and the tests in one module, and the tests use the prompt's
+    imports; here they get them from the prompt, never from what the program bound.
     """
-    get = kit["dict"].get
-    for key, value in kit["items"](base):
-        if get(now, key) != value:
-            return ".".join(key)
-    for key in now:
-        if kit["len"](key) == 3 and key not in base and (key[0], key[1]) in base:
-            return ".".join(key)
-    return ""
+    namespace = {"__builtins__": kit["pristine_builtins"], "__name__": "__test__", "__file__": program_path}
+    try:
+        kit["exec"](kit["compile"](prelude, "<prelude>", "exec", dont_inherit=True), namespace)
+    except BaseException:  # noqa: BLE001, S110 - the program runs the same lines and meets the same error
+        pass
+    return namespace
 
 
-def _run_all(kit: dict, program: str, program_path: str, token: bytes) -> tuple[bytes, dict]:
+def _run_all(kit: dict, program: str, program_path: str, token: bytes, test_globals: dict,
+             entry_point: str) -> tuple[bytes, dict]:
     """Top level, tests, verdicts: ``(status, fields)`` of the completion record."""
+    watch = runner_unittest_watch
     base_exception = kit["base_exception"]
     try:
         module = kit["module"]("__test__")
@@ -222,28 +212,56 @@ def _run_all(kit: dict, program: str, program_path: str, token: bytes) -> tuple[
         kit["exec"](kit["compile"](program, program_path, "exec", dont_inherit=True), namespace)
     except base_exception as error:
         return b"exception", _error_fields(kit, error, "the program's top level raised")
-    if kit["threads"]() != 0:
-        return b"exception", {b"type": "Tampering", b"message": "the program's top level left threads running"}
-    changed = _tampered(kit, kit["snapshot"], _snapshot(kit))
-    if changed:
-        return b"exception", {b"type": "Tampering", b"message": f"the program changed {changed}"}
+    problem = watch.quiesce(kit) or watch.changed(kit, kit["snapshot"], watch.snapshot(kit, kit["watched"]), kit["watched"])
+    problem = problem or watch.answering_classes(kit, kit["classes_before"])
+    if problem:
+        return b"exception", {b"type": "Tampering", b"message": f"the program changed {problem}"[:MESSAGE_CHARS]}
+    target = namespace.get(entry_point)
+    if kit["type"](target) is not kit["function_type"]:
+        return b"exception", {b"type": "NoEntryPoint", b"message": f"the program defines no function {entry_point}"}
     tests = _receive_tests(kit, token)
     if tests is None:
         return b"exception", {b"type": "Tampering", b"message": "the tests did not arrive intact"}
+    violations: list = []
+    test_globals[entry_point] = watch.make_entry_point(kit, target, kit["watched_calls"], violations)
     try:
-        test_namespace = kit["dict"](namespace)  # the program's names; its own globals stay without the tests
-        kit["exec"](kit["compile"](tests, "__test__.py", "exec", dont_inherit=True), test_namespace)
+        kit["exec"](kit["compile"](tests, "__test__.py", "exec", dont_inherit=True), test_globals)
         # BigCodeBench runs program and tests in one module, and some solutions use the tests'
         # imports: the program gets the names the tests imported, never what they define.
-        for name, value in kit["items"](test_namespace):
+        for name, value in kit["items"](test_globals):
             if name not in namespace and kit["getattr"](value, "__module__", None) != "__test__":
                 namespace[name] = value
-        cases = test_namespace.get("TestCases")
+        cases = test_globals.get("TestCases")
         if not (kit["isinstance"](cases, kit["type"]) and kit["issubclass"](cases, kit["test_case"])):
             return b"exception", {b"type": "NoTests", b"message": "the tests define no TestCases class"}
+        suite = _capture(kit, cases, test_globals)
     except base_exception as error:
         return b"exception", _error_fields(kit, error, "the tests could not be loaded")
-    return b"ok", {b"results": kit["json"](_run_cases(kit, cases))}
+    return b"ok", {b"results": watch.encode_rows(kit, _run_cases(kit, suite, violations))}
+
+
+def _capture(kit: dict, cases: Any, test_globals: dict) -> dict:
+    """The tests as they were defined, taken before any of them runs: their methods, their
+    lifecycle methods, and the namespaces (their classes, their globals) watched from then on."""
+    getattr_, vars_, callable_ = kit["getattr"], kit["vars"], kit["callable"]
+    names = kit["sorted"](name for name in kit["dir"](cases)
+                          if name.startswith("test") and callable_(getattr_(cases, name, None)))
+    mro = cases.__mro__
+    below = mro[: kit["index"](mro, kit["test_case"])]
+    watched = kit["list"](kit["watched"])
+    for klass in below:
+        watched.append(("tests." + klass.__name__, vars_(klass), runner_unittest_watch.STRICT))
+    watched.append(("tests", test_globals, runner_unittest_watch.VALUES))
+    own_init = False
+    for klass in below:
+        own_init = own_init or "__init__" in vars_(klass)
+    return {
+        "cases": cases, "names": names, "methods": {name: getattr_(cases, name) for name in names},
+        "below": below, "own_init": own_init, "init": cases.__init__ if own_init else kit["case_init"],
+        "set_up": getattr_(cases, "setUp"), "tear_down": getattr_(cases, "tearDown"),
+        "set_up_class": getattr_(cases, "setUpClass"), "tear_down_class": getattr_(cases, "tearDownClass"),
+        "watched": watched, "classes": runner_unittest_watch.all_classes(kit),
+    }  # fmt: skip
 
 
 def _receive_tests(kit: dict, token: bytes) -> str | None:
@@ -266,54 +284,67 @@ def _receive_tests(kit: dict, token: bytes) -> str | None:
     return body.decode("utf-8") if head == token else None
 
 
-def _run_cases(kit: dict, cases: Any) -> list:
-    """Runs every test method of ``cases``; ``[[name, verdict, message], ...]``."""
-    getattr_, callable_, base_exception = kit["getattr"], kit["callable"], kit["base_exception"]
-    names = kit["sorted"](name for name in kit["dir"](cases)
-                          if name.startswith("test") and callable_(getattr_(cases, name, None)))
+def _run_cases(kit: dict, suite: dict, violations: list) -> list:
+    """Runs every captured test; ``[[name, verdict, message], ...]``.
+
+    Before and after each test the watched namespaces must be as they were when the tests were
+    captured, nothing of the program's may be left to run (:func:`runner_unittest_watch.idle_problem`),
+    no class the program made may answer comparisons, and no call of the entry point may have
+    reported a violation; otherwise the test is ``tampered``.
+    """
+    watch = runner_unittest_watch
+    base_exception, names, watched = kit["base_exception"], suite["names"], suite["watched"]
+    kit["tests_phase"].append(True)  # the guard refuses signal handlers from now on
+    base = watch.snapshot(kit, watched)
     results = []
     try:
-        cases.setUpClass()
+        suite["set_up_class"]()
     except base_exception as error:
-        fields = _error_fields(kit, error, "setUpClass failed")
-        return [[name, "error", fields[b"message"]] for name in names]
+        message = _error_fields(kit, error, "setUpClass failed")[b"message"]
+        return [[name, "error", message] for name in names]
+
+    def problem_now() -> str:
+        problem = watch.changed(kit, base, watch.snapshot(kit, watched), watched)
+        problem = problem and f"{problem} changed"
+        return problem or watch.idle_problem(kit) or watch.answering_classes(kit, suite["classes"])
+
     for name in names:
-        before = _snapshot(kit)
-        verdict, message = _run_one(kit, cases, name)
-        changed = _tampered(kit, before, _snapshot(kit))
-        if changed:  # checked for failed tests too: the record says what happened
-            verdict, message = "tampered", f"{changed} changed during the test"
+        problem = problem_now()
+        if problem:
+            results.append([name, "tampered", problem])
+            continue
+        reported = kit["len"](violations)
+        verdict, message = _run_one(kit, suite, name)
+        problem = violations[reported] if kit["len"](violations) > reported else problem_now()
+        if problem:  # checked for failed tests too: the record says what happened
+            verdict, message = "tampered", problem
         results.append([name, verdict, message])
     try:
-        cases.tearDownClass()
+        suite["tear_down_class"]()
     except base_exception as error:
         results.append(["tearDownClass", "error", _error_fields(kit, error, "tearDownClass failed")[b"message"]])
     return results
 
 
-def _run_one(kit: dict, cases: Any, name: str) -> tuple[str, str]:
-    """Runs one test method on a case whose ``TestCase`` methods are the ones bound before the program ran."""
-    base_exception, method, vars_, test_case = kit["base_exception"], kit["method"], kit["vars"], kit["test_case"]
+def _run_one(kit: dict, suite: dict, name: str) -> tuple[str, str]:
+    """Runs one captured test method on a case whose ``TestCase`` methods are the ones bound
+    before the program ran."""
+    base_exception, method, vars_ = kit["base_exception"], kit["method"], kit["vars"]
     try:
-        mro = cases.__mro__
-        below = mro[: kit["index"](mro, test_case)]
-        own_init = False
-        for klass in below:
-            own_init = own_init or "__init__" in vars_(klass)
-        case = kit["new"](cases)
-        (cases.__init__ if own_init else kit["case_init"])(case, name)
+        case = kit["new"](suite["cases"])
+        suite["init"](case, name)
         for attribute, function in kit["items"](kit["case_methods"]):
             inherited = True
-            for klass in below:
+            for klass in suite["below"]:
                 inherited = inherited and attribute not in vars_(klass)
             if inherited:  # the test module's own overrides (setUp, tearDown) stay
                 case.__dict__[attribute] = method(function, case)
         case.__dict__["failureException"] = kit["failure"]
-        case.setUp()
+        suite["set_up"](case)
         try:
-            kit["getattr"](case, name)()
+            suite["methods"][name](case)
         finally:
-            case.tearDown()
+            suite["tear_down"](case)
             cleaned = kit["case_methods"]["doCleanups"](case)
         if not cleaned:
             return "error", "a cleanup failed"
@@ -324,10 +355,5 @@ def _run_one(kit: dict, cases: Any, name: str) -> tuple[str, str]:
 
 
 def _error_fields(kit: dict, error: BaseException, context: str) -> dict:
-    """Record fields for an exception (never raises)."""
-    try:
-        text = f"{kit['type'](error).__name__}: {kit['str'](error)}"
-    except kit["base_exception"]:
-        text = "<unprintable exception>"
-    text = f"{context}: {text}" if context else text
-    return {b"type": "Exception", b"message": text[:MESSAGE_CHARS]}
+    """Record fields for an exception (never raises; reads no message the program made)."""
+    return {b"type": "Exception", b"message": runner_unittest_watch.safe_message(kit, error, context, MESSAGE_CHARS)}

@@ -87,6 +87,12 @@ def prepare_libraries(preload: list, real_ctypes: bool) -> None:
     # assertRaises clears the frames of the traceback it caught (tb_frame, refused): nothing to clear.
     traceback = __import__("traceback")
     traceback.clear_frames = eval("lambda tb: None", {"__builtins__": {}})  # noqa: S307 - a constant
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:  # resolve the backend now: pyplot rebinds its functions when it does
+        try:
+            pyplot.switch_backend("agg")
+        except BaseException:  # noqa: BLE001, S110 - a pyplot that cannot switch fails in the tests
+            pass
     api = sys.modules.get("matplotlib._api")
     if api is not None:
         api.warn_external = eval(  # noqa: S307 - a constant

@@ -55,7 +55,10 @@ def declared_test_names(source: str, class_name: str = TEST_CLASS) -> list[str]:
 def build_tests(tests: Sequence[Mapping[str, Any]]) -> tuple[list[dict], list[str | None]]:
     """Validates the one ``{"checks": source}`` test of a ``unittest`` job.
 
-    ``preload`` (optional): modules the child imports before the program runs and before the
+    ``prelude`` (optional): the task's own lines (the imports and constants of its prompt) that
+    make the tests' globals before the program runs; ``entry_point`` (optional, default
+    ``task_func``): the program's function the tests call, wrapped so that every call is
+    checked. ``preload`` (optional): modules the child imports before the program runs and before the
     guard is installed (libraries that reach for frames while they load: matplotlib, seaborn,
     sympy); trusted names from the task, never from the answer. ``real_ctypes`` (optional):
     load the real ``ctypes`` for them instead of the inert stand-in (scipy.stats, scikit-learn
@@ -74,7 +77,13 @@ def build_tests(tests: Sequence[Mapping[str, Any]]) -> tuple[list[dict], list[st
     preload = tests[0].get("preload") or []
     if not isinstance(preload, (list, tuple)) or not all(isinstance(name, str) and _MODULE.fullmatch(name) for name in preload):
         raise ValueError("a unittest job's 'preload' must be a list of module names")
-    test = {"checks": checks, "preload": list(preload), "real_ctypes": bool(tests[0].get("real_ctypes"))}
+    prelude, entry_point = tests[0].get("prelude") or "", tests[0].get("entry_point") or "task_func"
+    if not isinstance(prelude, str):
+        raise ValueError("a unittest job's 'prelude' must be Python source")
+    if not (isinstance(entry_point, str) and entry_point.isidentifier()):
+        raise ValueError("a unittest job's 'entry_point' must be an identifier")
+    test = {"checks": checks, "preload": list(preload), "real_ctypes": bool(tests[0].get("real_ctypes")),
+            "prelude": prelude, "entry_point": entry_point}
     return [test], [json.dumps(declared_test_names(checks))]
 
 
@@ -99,11 +108,10 @@ def unittest_verdict(outcome: Mapping[str, Any], expected: str | None) -> tuple[
     if record.get("status") != "ok":
         kind = record.get("type", "Exception")
         return ("wrong" if kind == "Tampering" else "runtime_error"), f"{record.get('message', '')}"[:500]
-    try:
-        results = json.loads(record.get("results", ""))
-        rows = {str(name): (str(verdict), str(message)) for name, verdict, message in results}
-    except (ValueError, TypeError):
+    results = decode_rows(str(record.get("results", "")))
+    if results is None:
         return "wrong", "the test results could not be read"
+    rows = {name: (verdict, message) for name, verdict, message in results}
     if sorted(rows) != sorted(set(wanted) | ({"tearDownClass"} & set(rows))) or len(rows) != len(results):
         return "wrong", f"ran {len(results)} tests, expected {wanted}"
     failed = [(name, verdict, message) for name, (verdict, message) in rows.items() if verdict != "pass"]
@@ -112,6 +120,23 @@ def unittest_verdict(outcome: Mapping[str, Any], expected: str | None) -> tuple[
     name, verdict, message = failed[0]
     detail = f"{len(failed)}/{len(rows)} tests failed; {name}: {verdict}: {message}"[:500]
     return ("runtime_error" if verdict == "error" else "wrong"), detail
+
+
+def decode_rows(text: str) -> list[tuple[str, str, str]] | None:
+    """The rows of :func:`runner_unittest_watch.encode_rows`, or ``None`` when ``text`` is not such rows."""
+    if not text:
+        return []
+    rows = []
+    for line in text.split("\x1e"):
+        fields = line.split("\x1f")
+        if len(fields) != 3:
+            return None
+        try:
+            message = bytes.fromhex(fields[2]).decode("utf-8", "replace")
+        except ValueError:
+            return None
+        rows.append((fields[0], fields[1], message))
+    return rows
 
 
 def _ended(outcome: Mapping[str, Any]) -> str:
