@@ -6,7 +6,11 @@ parse(answer))``. Differences: an answer identical to the gold string is accepte
 calling math-verify (math-verify accepts every MATH-500 gold against itself, so this changes no
 verdict); AIME answers that are plain integers (``025``, ``25``, ``\\text{25}``) are compared as
 integers, anything else (``\\frac{50}{2}``) goes to math-verify; a comparison that runs past
-its deadline counts as wrong with reason ``verification timed out``.
+its deadline counts as wrong with reason ``verification timed out``; an answer naming another
+unit or base subscript than the gold answer's (``5\\text{ m}`` for ``5\\text{ cm}``, ``1011_{10}``
+for ``1011_2``) is wrong, although math-verify ignores both (see
+:func:`~conductor_env.tasks.math_equivalence.notation_mismatch`; leaving the unit or subscript
+out, ``5`` or ``1011``, is still accepted, as MATH graders do).
 """
 
 from __future__ import annotations
@@ -74,6 +78,8 @@ class MathAnswerSuite(DatasetSuite):
             return Score(False, 0.0, "verification timed out")
         if result.verdict == "error":
             return Score(False, 0.0, f"verification failed: {result.detail}")
+        if result.detail:  # a different unit or base subscript, refused before math-verify
+            return Score(False, 0.0, f"expected {gold}, got {boxed}: {result.detail}")
         return Score(False, 0.0, f"expected {gold}, got {boxed}")
 
     def reference_response(self, problem: Problem) -> str | None:
