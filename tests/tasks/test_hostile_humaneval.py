@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -244,12 +245,29 @@ import time
     **{f"reads the checks: {name}": cheat_if_visible(search) for name, search in SEARCHES.items()},
 }
 
+#: Program text built to crash or hold the host, which parses the candidate to find its function
+#: (``tasks/program_text.py``): name -> (answer, refused on the host before any sandbox). Those
+#: within the size bound that are plain syntax errors go to the sandbox (a completion may compile
+#: after the prompt) and fail there.
+TEXT_ATTACKS = {
+    "null byte": (block(SIGNATURE_0 + HONEST_0 + "x = 1\0"), True),
+    "lone surrogate": (block(SIGNATURE_0 + HONEST_0 + "s = '\ud800'"), True),
+    "1 MB program": (block(SIGNATURE_0 + HONEST_0 + "y = [1, 2, 3]\n" * 75_000), True),
+    "valid, 10^5 lines": (block(SIGNATURE_0 + HONEST_0 + "pass\n" * 100_000), True),
+    "10^5 open parentheses": (block("(" * 100_000), True),
+    "deep unary minus": (block(SIGNATURE_0 + HONEST_0 + "x = " + "-" * 60_000 + "1"), True),
+    "long call chain": (block(SIGNATURE_0 + HONEST_0 + "x = f" + "()" * 30_000), True),
+    "60,000 open parentheses": (block("(" * 60_000), False),
+    "huge number literal": (block(SIGNATURE_0 + HONEST_0 + "x = " + "9" * 60_000), False),
+}
+
 #: Answers that solve HumanEval/0 in ways a strict grader must still accept.
 HONEST = {
     "complete function": block(SIGNATURE_0 + HONEST_0),
     "bare completion": "```python\n" + HONEST_0.lstrip("\n") + "```",
     "prints while working": block(SIGNATURE_0 + "\n    print('checking', numbers)" + HONEST_0),
     "with a main guard": block(SIGNATURE_0 + HONEST_0 + "\nif __name__ == '__main__':\n    raise SystemExit(1)\n"),
+    "long, within the size bound": block(SIGNATURE_0 + HONEST_0 + "# a comment line\n" * 3_000),
     "helper and imports": block("import itertools\n\ndef _close(a, b, t):\n    return abs(a - b) < t\n\n"
                                 + SIGNATURE_0 + "\n    return any(_close(a, b, threshold) for a, b in itertools.combinations(numbers, 2))\n"),
 }
@@ -274,6 +292,18 @@ def test_attacks_are_not_paid(suite, problem, name):
     score = suite.verify(problem, ATTACKS[name])  # raises (fails the test) if the grader breaks
     assert (score.correct, score.score) == (False, 0.0), score
     assert score.reason
+
+
+@pytest.mark.parametrize("name", sorted(TEXT_ATTACKS))
+def test_hostile_program_text_is_a_wrong_answer(suite, problem, name):
+    answer, on_host = TEXT_ATTACKS[name]
+    started = time.perf_counter()
+    score = suite.verify(problem, answer)  # raises (fails the test) if the host's parse breaks
+    elapsed = time.perf_counter() - started
+    assert (score.correct, score.score) == (False, 0.0), score
+    assert score.reason
+    if on_host:
+        assert elapsed < 1.0, f"{elapsed:.2f} s: refused on the host, before any sandbox"
 
 
 @pytest.mark.parametrize("name", sorted(HONEST))

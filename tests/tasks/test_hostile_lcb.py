@@ -10,6 +10,7 @@ in a row than the pool has slots must leave the pool working.
 from __future__ import annotations
 
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,21 @@ FUNCTIONAL_ATTACKS = {
     """,
 }
 
+#: Program text built to crash or hold the host (``tasks/program_text.py``): name -> (code,
+#: refused on the host before any sandbox). LiveCodeBench does not parse on the host, but ships
+#: the program to the sandbox; within the bound, the sandbox's compiler refuses the rest.
+A_PLUS_B = "a, b = map(int, input().split())\nprint(a + b)\n"
+TEXT_ATTACKS = {
+    "null byte": (A_PLUS_B + "x = 1\0", True),
+    "lone surrogate": (A_PLUS_B + "s = '\ud800'", True),
+    "1 MB program": (A_PLUS_B + "y = [1, 2, 3]\n" * 75_000, True),
+    "valid, 10^5 lines": (A_PLUS_B + "pass\n" * 100_000, True),
+    "10^5 open parentheses": ("(" * 100_000, True),
+    "60,000 open parentheses": ("(" * 60_000, False),
+    "huge number literal": (A_PLUS_B + "x = " + "9" * 60_000, False),
+    "deep unary minus": (A_PLUS_B + "x = " + "-" * 60_000 + "1", False),
+}
+
 HONEST = {
     "fixture901_a": "a, b = map(int, input().split())\nprint(a + b)",
     "3901": """
@@ -167,6 +183,23 @@ def test_functional_attacks_are_wrong_answers(suite, name):
     score = suite.verify(problem(suite, "3901"), fenced(FUNCTIONAL_ATTACKS[name]))
     assert (score.correct, score.score) == (False, 0.0), score
     assert score.reason
+
+
+@pytest.mark.parametrize("name", sorted(TEXT_ATTACKS))
+def test_hostile_program_text_is_a_wrong_answer(suite, name):
+    code, on_host = TEXT_ATTACKS[name]
+    started = time.perf_counter()
+    score = suite.verify(problem(suite, "fixture901_a"), f"```python\n{code}\n```\n")
+    elapsed = time.perf_counter() - started
+    assert (score.correct, score.score) == (False, 0.0), score
+    assert score.reason
+    if on_host:
+        assert elapsed < 1.0, f"{elapsed:.2f} s: refused on the host, before any sandbox"
+
+
+def test_a_long_honest_program_within_the_bound_passes(suite):
+    score = suite.verify(problem(suite, "fixture901_a"), fenced(A_PLUS_B + "# a comment line\n" * 3_000))
+    assert score.correct, score
 
 
 @pytest.mark.parametrize("problem_id", sorted(HONEST))
