@@ -91,7 +91,42 @@ class RunnerSandbox(Sandbox):
             broken = bool(reply.get("recycle")) or hit_memory
             return report
         except ProtocolError as error:
-            return Report(error=f"{self.name} sandbox failed: {error}")
+            lost = error
+        finally:
+            self.pool.release(worker, broken=broken)
+        return self._attribute_loss(lost)
+
+    def _attribute_loss(self, error: ProtocolError) -> Report:
+        """The report of a job whose runner was lost (died, garbled, silent) while it ran.
+
+        The program ran in that sandbox, so the loss is its doing unless the infrastructure is
+        failing on its own: a fresh probe job decides. When the probe passes the answer is
+        wrong (a ``runtime_error`` saying so); when it fails too, the job is not scored.
+        """
+        probe_error = self._probe()
+        if probe_error is None:
+            detail = f"the sandbox was lost while the program ran ({error}); a fresh probe job passed"
+            return Report(tests=(TestResult(verdict="runtime_error", detail=detail[:500]),))
+        return Report(error=f"{self.name} sandbox failed: {error} (and a fresh probe job failed: {probe_error})")
+
+    def _probe(self) -> str | None:
+        """Runs a trivial job on a fresh worker: ``None`` when it passes, else what went wrong."""
+        probe_limits = Limits(wall_s=10.0, memory_mb=256, processes=8)
+        try:
+            job, expected = build_job(
+                "print(input())", [{"input": "1", "output": "1"}], kind="stdin", limits=probe_limits, func_name=None
+            )
+            worker = self.pool.acquire(min(self.queue_timeout_s, 120.0))
+        except Exception as error:  # noqa: BLE001 - no worker: infrastructure
+            return f"no worker: {error}"
+        broken = True
+        try:
+            reply = worker.request(job, job_timeout(job, probe_limits))
+            report = report_from_reply(job, expected, reply, probe_limits)
+            broken = bool(reply.get("recycle"))
+            return None if report.passed else (report.error or "the probe answered wrongly")
+        except Exception as error:  # noqa: BLE001 - a probe that breaks: infrastructure
+            return str(error)
         finally:
             self.pool.release(worker, broken=broken)
 

@@ -188,10 +188,12 @@ def report_from_reply(job: dict, expected: Sequence[str | None], reply: Mapping[
 
     Returns:
         The report (``error`` set when the reply does not belong to the job or says the runner
-        could not run it).
+        could not run it; a ``runtime_error`` when the runner failed after the program started).
     """
     if reply.get("id") != job["id"]:
         return Report(error=f"the runner answered another job ({reply.get('id')!r})")
+    if reply.get("program_fault"):  # the runner failed after the program started: the program's doing
+        return Report(tests=(TestResult(verdict="runtime_error", detail=str(reply["program_fault"])[:500]),))
     if reply.get("error"):
         return Report(error=str(reply["error"]))
     outcomes = reply.get("outcomes") or []

@@ -94,6 +94,7 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
     ValueError, ImportError, PermissionError, TypeError = _ERRORS  # noqa: A001
     make_frameless = helpers["make_frameless"]
     frozen_function_attributes = FROZEN_FUNCTION_ATTRIBUTES
+    library_function = _make_library_check(sys.modules)
     text = str.__str__
     realpath, fspath = os.path.realpath, os.fspath
     refused_path = _make_path_check(realpath, fspath)
@@ -110,7 +111,8 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
                         raise ValueError("__code__ of the grader's functions is not available in the sandbox")
         elif event in ("object.__setattr__", "object.__delattr__"):
             if len(args) > 1 and args[1] in frozen_function_attributes:
-                raise ValueError(f"replacing {args[1]} is not available in the sandbox")
+                if args[1] == "__code__" or library_function(args[0]):
+                    raise ValueError(f"replacing {args[1]} is not available in the sandbox")
         elif event == "sys.addaudithook":
             raise ValueError("audit hooks are not available in the sandbox")
         elif event == "import":
@@ -149,6 +151,33 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
             box.append(real_create_builtin(ModuleSpec(name, None, origin="built-in")))
 
     return guard
+
+
+def _make_library_check(modules: dict) -> Any:
+    """Returns the guard's test for functions of a loaded module (the grader's and the libraries'):
+    a function whose ``__globals__`` are the namespace of the module its ``__module__`` names
+    (not the program's ``__test__`` or ``__main__``). Functions made at run time (namedtuple's
+    ``__new__``, the program's own) may still have their defaults set.
+    """
+    function_type, str_type, base_exception = type(_make_library_check), str, BaseException
+    module_dict = type(sys).__dict__["__dict__"].__get__
+    module_of = function_type.__dict__["__module__"].__get__
+    globals_of = function_type.__dict__["__globals__"].__get__
+    get = dict.get
+
+    def library_function(function: Any) -> bool:
+        if type(function) is not function_type:  # noqa: E721 - exact type, no __class__ asked
+            return False
+        try:
+            name = module_of(function)
+            if type(name) is not str_type or name in ("__test__", "__main__"):  # noqa: E721
+                return False
+            module = get(modules, name)
+            return module is not None and module_dict(module) is globals_of(function)
+        except base_exception:  # noqa: BLE001 - not a module's function
+            return False
+
+    return library_function
 
 
 def _make_path_check(realpath: Any, fspath: Any) -> Any:

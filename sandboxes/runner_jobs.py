@@ -73,6 +73,8 @@ def _new_workdir(state: dict) -> str:
 def _fork_child(run: Any, closed: tuple, state: dict, close_protocol: bool = True) -> int:
     """Forks a child that closes ``closed`` (and the protocol descriptors), then calls ``run()``."""
     pid = os.fork()
+    if pid != 0:
+        state["forked"] = True  # from now on a failure of this job may be the program's doing
     if pid == 0:
         try:
             for fd in (*closed, *(state["protocol_fds"] if close_protocol else ())):

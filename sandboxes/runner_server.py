@@ -60,12 +60,14 @@ def serve(config: dict | None = None) -> None:
         frame = runner.read_frame(protocol_in)
         if frame is None:
             break
+        state["forked"] = False
+        job = None
         try:
             job = json.loads(frame)
             unittest_job = isinstance(job, dict) and job.get("kind") == "unittest"
             reply = (runner_unittest.run_job if unittest_job else runner_jobs.run_job)(job, state)
         except Exception as error:  # a malformed job must not stop the server
-            reply = {"id": None, "outcomes": [], "recycle": True, "error": f"runner error: {error!r}"}
+            reply = _failed_reply(job, state, error)
         if state.get("desync"):
             reply["recycle"] = True
         runner.write_all(protocol_out, (json.dumps(reply) + "\n").encode())
@@ -75,6 +77,18 @@ def serve(config: dict | None = None) -> None:
             os.kill(-1, signal.SIGKILL)
         except OSError:
             pass
+
+
+def _failed_reply(job: object, state: dict, error: Exception) -> dict:
+    """The reply to a job whose handling raised: the program's fault once its code had started
+    (``program_fault``: a wrong answer on the host), the runner's before (``error``)."""
+    job_id = job.get("id") if isinstance(job, dict) else None
+    reply = {"id": job_id, "outcomes": [], "recycle": True, "error": None}
+    if state.get("forked"):
+        reply["program_fault"] = f"the sandbox failed after the program started: {error!r}"[:500]
+    else:
+        reply["error"] = f"runner error: {error!r}"
+    return reply
 
 
 def _take_protocol_stream() -> tuple[int, int]:
