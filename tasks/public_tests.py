@@ -13,6 +13,10 @@ Evaluating on them is allowed (and marked). Training on them needs the suite opt
 ``allow_public_only=True``: without it :func:`check_training_use` raises
 :class:`PublicOnlyError` naming the option; with it, it warns once per suite
 (:class:`PublicOnlyWarning`).
+
+Problems whose tests run where the program could forge their verdict (BigCodeBench tasks that
+load the real ``ctypes``: docs/THREAT_MODEL.md) are *unverified*: ``test_set`` is
+``"unverified"``, they are marked alike, and training on them needs ``allow_unverified=True``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from conductor_env.tasks.registry import SuiteError
 
 __all__ = [
     "OPT_IN",
+    "UNVERIFIED",
+    "UNVERIFIED_OPT_IN",
     "PUBLIC_AND_PRIVATE",
     "PUBLIC_ONLY",
     "PublicOnlyError",
@@ -42,6 +48,10 @@ PUBLIC_AND_PRIVATE = "public+private"
 PUBLIC_ONLY = "public"
 #: The suite option that allows training on public-only problems.
 OPT_IN = "allow_public_only"
+#: ``test_set`` of a problem whose tests run where the program could forge their verdict.
+UNVERIFIED = "unverified"
+#: The suite option that allows training on unverified problems.
+UNVERIFIED_OPT_IN = "allow_unverified"
 
 _EXAMPLES_SHOWN = 3
 _warned: "weakref.WeakSet[TaskSuite]" = weakref.WeakSet()
@@ -99,6 +109,8 @@ def check_training_use(suite: TaskSuite, problems: Iterable[Problem], *, what: s
         PublicOnlyError: When some problems are public-only and ``suite.allow_public_only`` is
             false; the message names the option and how to set it.
     """
+    problems = list(problems)
+    _check_unverified(suite, problems, what)
     flagged = public_only_problems(problems)
     if not flagged:
         return
@@ -115,3 +127,24 @@ def check_training_use(suite: TaskSuite, problems: Iterable[Problem], *, what: s
     if suite not in _warned:
         _warned.add(suite)
         warnings.warn(f"{consequence}; allowed by {OPT_IN}=True.", PublicOnlyWarning, stacklevel=2)
+
+
+def _check_unverified(suite: TaskSuite, problems: Sequence[Problem], what: str) -> None:
+    flagged = [problem for problem in problems if graded_test_set(problem) == UNVERIFIED]
+    if not flagged:
+        return
+    consequence = (
+        f"{what} holds {len(flagged)} unverified problem(s) ({_examples(flagged)}): their tests run where the "
+        "program can reach raw memory (the real ctypes), so a program could forge its verdict"
+    )
+    if not getattr(suite, UNVERIFIED_OPT_IN, False):
+        raise PublicOnlyError(
+            f"{consequence}. Training on them needs an explicit opt-in: suite_options={{'{UNVERIFIED_OPT_IN}': True}} "
+            f"(--suite-option {UNVERIFIED_OPT_IN}=true); see docs/THREAT_MODEL.md (BigCodeBench)."
+        )
+    if (suite, UNVERIFIED) not in _warned_unverified:
+        _warned_unverified.add((suite, UNVERIFIED))
+        warnings.warn(f"{consequence}; allowed by {UNVERIFIED_OPT_IN}=True.", PublicOnlyWarning, stacklevel=3)
+
+
+_warned_unverified: set = set()

@@ -56,6 +56,17 @@ def public_only_note(summaries: Sequence[PolicySummary]) -> str | None:
     )
 
 
+def unverified_note(summaries: Sequence[PolicySummary]) -> str | None:
+    """Returns a note naming the policies with episodes on unverified problems, or ``None``."""
+    flagged = [f"{s.policy} on {s.env_id} ({s.unverified}/{s.scored} episodes)" for s in summaries if s.unverified]
+    if not flagged:
+        return None
+    return (
+        "unverified problems (tests that ran beside the real ctypes, where a program could forge its verdict; "
+        f"see docs/THREAT_MODEL.md): {', '.join(flagged)}"
+    )
+
+
 def build_report(folder: str | os.PathLike[str], *, policies: Sequence[str] | None = None, title: str | None = None) -> Report:
     """Reads ``folder/results.jsonl`` and writes the plot and the viewer beside it.
 
@@ -85,6 +96,9 @@ def build_report(folder: str | os.PathLike[str], *, policies: Sequence[str] | No
     public_only = public_only_note(summaries)
     if public_only:
         notes.append(public_only)
+    unverified = unverified_note(summaries)
+    if unverified:
+        notes.append(unverified)
     envs = sorted({s.env_id for s in summaries})
     title = title or f"conductor-env · {', '.join(envs)}"
     plot_path: Path | None

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Sequence
 
 from rich.table import Table
 
-from conductor_env.tasks.public_tests import PUBLIC_ONLY
+from conductor_env.tasks.public_tests import PUBLIC_ONLY, UNVERIFIED
 
 #: z for a two-sided 95% interval.
 Z_95 = 1.959963984540054
@@ -63,6 +63,8 @@ class PolicySummary:
         public_only: Scored episodes graded only on public tests (records with
             ``test_set == "public"``: the examples printed in the statement, which a lookup table
             of them passes), so their share of ``accuracy`` is not hidden-test accuracy.
+        unverified: Scored episodes of unverified problems (``test_set == "unverified"``: tests
+            that ran where a program could forge their verdict).
     """
 
     policy: str
@@ -83,6 +85,7 @@ class PolicySummary:
     parse_error_rate: float
     infra_errors: int
     public_only: int = 0
+    unverified: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Returns a JSON-friendly copy."""
@@ -140,6 +143,7 @@ def summarize(records: Iterable[dict[str, Any]], *, order: Sequence[str] | None 
                 parse_error_rate=parse_errors / len(scored) if scored else 0.0,
                 infra_errors=len(group) - len(scored),
                 public_only=sum(1 for r in scored if r.get("test_set") == PUBLIC_ONLY),
+                unverified=sum(1 for r in scored if r.get("test_set") == UNVERIFIED),
             )
         )
     return summaries

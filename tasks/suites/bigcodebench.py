@@ -30,6 +30,7 @@ from typing import Any
 from conductor_env.sandboxes.base import Limits
 from conductor_env.tasks.extract import extract_code
 from conductor_env.tasks.program_text import SYNTAX_ERROR, parse_candidate
+from conductor_env.tasks.public_tests import UNVERIFIED, graded_test_set, resolve_opt_in
 from conductor_env.tasks.registry import SuiteError
 from conductor_env.tasks.sandboxed import SandboxedSuite, SandboxRef, summarize_report
 
@@ -211,6 +212,8 @@ def _to_problem(row: Mapping[str, Any], prompt: str) -> Problem:
             "solution, starting with its imports."
         )
     libs = row.get("libs")
+    code_prompt_imports = "\n".join(line for line in row["code_prompt"].splitlines() if line.startswith(("import ", "from ")))
+    real_ctypes = needs_real_ctypes(preload_modules(libs, row["test"] + "\n" + code_prompt_imports))
     return Problem(
         id=row["task_id"],
         question=question,
@@ -222,6 +225,9 @@ def _to_problem(row: Mapping[str, Any], prompt: str) -> Problem:
             "test": row["test"],
             "canonical_solution": row.get("canonical_solution"),
             "libs": libs if isinstance(libs, (str, list)) else None,
+            # Tests that run beside the real ctypes: a program could forge their verdict.
+            **({"test_set": UNVERIFIED, "unverified_reason": "its libraries need the real ctypes (raw memory)"}
+               if real_ctypes else {}),
         },
     )
 
@@ -239,6 +245,11 @@ class BigCodeBenchSuite(SandboxedSuite):
             or a :class:`Sandbox`. The ``local`` backend runs the host's ``python3``: it passes
             only tasks whose libraries the host has.
         limits: :class:`Limits` (or a dict of its fields); default :data:`DEFAULT_LIMITS`.
+        allow_unverified: Allow *training* on unverified tasks (default ``False``): those whose
+            libraries need the real ``ctypes`` (:data:`NEEDS_CTYPES`), where a program could
+            forge its verdict. They have ``metadata["test_set"] == "unverified"`` and so does
+            every score of them; training refuses them without this option and warns once
+            with it (:mod:`conductor_env.tasks.public_tests`).
 
     Splits: ``"test"`` holds every problem.
 
@@ -259,7 +270,9 @@ class BigCodeBenchSuite(SandboxedSuite):
         hard_ids: str | Path | None = None,
         sandbox: SandboxRef = "bigcodebench",
         limits: Limits | Mapping[str, Any] | None = None,
+        allow_unverified: bool = False,
     ) -> None:
+        self.allow_unverified = resolve_opt_in(allow_unverified)
         if prompt not in ("complete", "instruct"):
             raise SuiteError(f"prompt must be 'complete' or 'instruct', got {prompt!r}")
         super().__init__(sandbox=sandbox, limits=limits if limits is not None else DEFAULT_LIMITS)
@@ -318,8 +331,8 @@ class BigCodeBenchSuite(SandboxedSuite):
         report = self.sandbox().run_tests(build_program(problem, code), tests, kind="unittest", limits=self.limits)
         score = summarize_report(report)
         if score.correct:
-            return Score(True, 1.0, "all tests passed")
-        return Score(False, 0.0, score.reason)
+            return Score(True, 1.0, "all tests passed", test_set=graded_test_set(problem))
+        return Score(False, 0.0, score.reason, test_set=graded_test_set(problem))
 
     def reference_response(self, problem: Problem) -> str | None:
         """``code_prompt + canonical_solution`` in a fenced block."""

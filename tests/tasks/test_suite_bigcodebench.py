@@ -112,18 +112,22 @@ def test_host_reads_test_names_inherited_ones_included():
         ([["test_a", "pass", ""], ["test_a", "pass", ""]], "wrong"),  # one counted twice
         ([["test_a", "pass", ""], ["test_b", "tampered", "x"]], "wrong"),
         ([["test_a", "pass", ""], ["test_b", "error", "x"]], "runtime_error"),
-        ("not json", "wrong"),
+        ("not rows", "wrong"),
+        ("test_a\x1fpass\x1fzz\x1etest_b\x1fpass\x1f", "wrong"),  # a message that is not hex
         ([["test_a"]], "wrong"),
     ],
 )
 def test_verdict_needs_exactly_the_hosts_tests_each_passed(results, verdict):
-    text = results if isinstance(results, str) else json.dumps(results)
+    def encode(row: list) -> str:
+        return "\x1f".join([*row[:2], *(field.encode().hex() for field in row[2:])])
+
+    text = results if isinstance(results, str) else "\x1e".join(encode(row) for row in results)
     outcome = {"record": {"status": "ok", "results": text}}
     assert unittest_verdict(outcome, json.dumps(["test_a", "test_b"]))[0] == verdict
 
 
 def test_zero_tests_and_no_record_fail():
-    ok = {"record": {"status": "ok", "results": "[]"}}
+    ok = {"record": {"status": "ok", "results": ""}}
     assert unittest_verdict(ok, "[]") == ("wrong", "the tests define no test methods in TestCases")
     assert unittest_verdict({"record": None, "exit_code": 0}, '["test_a"]')[0] == "runtime_error"
 
@@ -147,3 +151,41 @@ def test_preload_is_the_tasks_libraries_and_the_tests_imports():
     assert needs_real_ctypes(names) and not needs_real_ctypes(["pandas", "numpy", "matplotlib.pyplot"])
     assert preload_modules("not a list [", "") == [] and preload_modules(None, "class (:") == []
     assert preload_modules(["os; import evil", "json"], "") == ["json"]
+
+
+def test_tasks_that_need_the_real_ctypes_are_unverified_and_refused_for_training():
+    """Tasks whose libraries need the real ctypes are marked, and training needs the opt-in (warned once)."""
+    import json
+    import warnings
+
+    import pytest
+
+    from conductor_env.tasks.public_tests import PublicOnlyError, PublicOnlyWarning, check_training_use
+    from conductor_env.tasks.suites.bigcodebench import BigCodeBenchSuite
+
+    rows = [
+        {"task_id": "T/0", "complete_prompt": "", "instruct_prompt": "", "code_prompt": "import scipy.stats\ndef task_func(x):\n",
+         "canonical_solution": "    return x\n", "test": "import unittest\n", "entry_point": "task_func", "libs": "['scipy']"},
+        {"task_id": "T/1", "complete_prompt": "", "instruct_prompt": "", "code_prompt": "import os\ndef task_func(x):\n",
+         "canonical_solution": "    return x\n", "test": "import unittest\n", "entry_point": "task_func", "libs": "['os']"},
+    ]
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "rows.jsonl"
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        suite = BigCodeBenchSuite(data_files=str(path), sandbox="local")
+        marked = {problem.id: problem.metadata.get("test_set", "") for problem in suite.problems()}
+        assert marked == {"T/0": "unverified", "T/1": ""}
+        with pytest.raises(PublicOnlyError, match="allow_unverified"):
+            check_training_use(suite, suite.problems(), what="BigCodeBench")
+        check_training_use(suite, suite.problems()[1:], what="BigCodeBench")  # verified tasks only: fine
+        opted = BigCodeBenchSuite(data_files=str(path), sandbox="local", allow_unverified=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_training_use(opted, opted.problems(), what="BigCodeBench")
+            check_training_use(opted, opted.problems(), what="BigCodeBench")
+        assert sum(issubclass(w.category, PublicOnlyWarning) for w in caught) == 1
+        with pytest.raises(Exception, match="allow_unverified|true or false"):
+            BigCodeBenchSuite(data_files=str(path), sandbox="local", allow_unverified="yes")
