@@ -93,3 +93,31 @@ def test_a_sandbox_host_killed_mid_run_changes_no_reward(hosts, tmp_path):
     key = lambda r: (r["problem_id"], r["sample"])  # noqa: E731
     assert {key(r): r["correct"] for r in remote.records} == {key(r): r["correct"] for r in local.records}
     assert any(r["correct"] for r in lines) and not all(r["correct"] for r in lines)
+
+
+def test_hostile_programs_through_ray_are_wrong_not_unscored(hosts):
+    """Through Ray as in process: tricks on the BigCodeBench tests are not paid, and a file tree
+    the clean-up cannot walk is the program's wrong answer (never "not scored"), on every kind."""
+    import sys
+    from pathlib import Path
+
+    from conductor_env.sandboxes import Limits
+    from conductor_env.tasks.suites.bigcodebench import BigCodeBenchSuite
+
+    tests_root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(tests_root / "sandboxes"))
+    from test_bigcodebench_reach import HOSTILE, block  # noqa: PLC0415 - the in-process battery
+    from test_sandbox_attribution import TREES, _program, _run  # noqa: PLC0415
+
+    limits = Limits(wall_s=20.0, memory_mb=512, processes=32, file_size_mb=8, open_files=64, output_bytes=1 << 16)
+    suite = BigCodeBenchSuite(data_files=str(tests_root / "fixtures" / "bigcodebench" / "bcb_sample.jsonl"),
+                              sandbox=hosts, limits=limits)
+    problem = suite.problems()[0]
+    for name in ("return_mock_any", "return_always_equal", "replace_assert_code", "replace_tests_in_call",
+                 "audit_hook_patches_tests", "gc_callback_patches_tests", "replace_json_encoder"):
+        score = suite.verify(problem, block(HOSTILE[name]))
+        assert not score.correct and score.reason, (name, score)
+    assert suite.verify(problem, suite.reference_response(problem)).correct
+    for kind in ("stdin", "functional", "unittest"):
+        report = _run(hosts, kind, _program(kind, TREES["deep_tree"]))
+        assert report.error is None and not report.passed, (kind, report)

@@ -77,6 +77,19 @@ def test_a_tree_the_cleanup_cannot_walk_is_a_wrong_answer(sandbox, kind, tree):
     assert _run(sandbox, kind, honest).passed
 
 
+@pytest.mark.parametrize("tree", sorted(TREES))
+def test_humaneval_program_leaving_a_tree_is_wrong_not_unscored(sandbox, tree):
+    """Kind ``isolated`` (HumanEval), through the suite as the env grades it."""
+    from conductor_env.tasks.suites.humaneval import HumanEvalSuite
+
+    suite = HumanEvalSuite(sandbox=sandbox)
+    problem = suite.problems()[0]
+    wrong = f"```python\n{TREES[tree]}\ndef {problem.metadata['entry_point']}(*args):\n    return None\n```"
+    score = suite.verify(problem, wrong)  # a VerifierError here would be "not scored"
+    assert not score.correct and score.reason
+    assert suite.verify(problem, suite.reference_response(problem)).correct
+
+
 def test_a_lost_runner_is_the_programs_when_a_probe_passes(sandbox, monkeypatch):
     """A runner lost mid-job (here: a reply that never comes) is a wrong answer once a fresh
     probe job passes; when the probe fails too, the job is not scored."""
