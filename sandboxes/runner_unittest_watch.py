@@ -144,6 +144,7 @@ def namespaces(kit: dict, deep: bool) -> list:
     stay cheap) only their top-level modules and the modules whose name says ``testing``.
     """
     found: list = []
+    classes_seen: set = set()
     modules, isinstance_, type_, vars_ = kit["modules"], kit["isinstance"], kit["type"], kit["vars"]
     libraries = kit["libraries"]
     for name in kit["list"](modules):
@@ -156,9 +157,16 @@ def namespaces(kit: dict, deep: bool) -> list:
             continue
         namespace = vars_(module)
         found.append((name, namespace, CALLABLES))
+        if name == "builtins":
+            continue
         for attribute, value in kit["items"](namespace):
-            if isinstance_(value, type_) and name != "builtins" and kit["getattr"](value, "__module__", "") == name:
-                found.append((name + "." + attribute, vars_(value), STRICT))
+            # A package's own classes, where they are exported too (pandas.DataFrame is
+            # pandas.core.frame's): watched once, under the first module that shows them.
+            if isinstance_(value, type_) and kit["id"](value) not in classes_seen:
+                owner = kit["getattr"](value, "__module__", "")
+                if kit["type"](owner) is str and owner.partition(".")[0] == top:
+                    classes_seen.add(kit["id"](value))
+                    found.append((name + "." + attribute, vars_(value), STRICT))
     return found
 
 

@@ -148,3 +148,53 @@ def test_honest_controls_pass(bcb, prompt_names):
         "    return box[0].counts.most_common(1)[0][0] if words else None\n"
     )
     assert grade(bcb, busy).correct
+
+
+#: On the BigCodeBench image (pandas): tricks on the library the tests assert with.
+#: Fixture/2's tests: ``assertIsInstance(result, pd.DataFrame)``, ``pd.testing.assert_frame_equal``
+#: and ``len(task_func([])) == 0``.
+LIBRARY_HOSTILE = {
+    "self_restoring_assert_frame_equal": "import pandas as pd\nimport pandas.testing\n"
+    "_real = pandas.testing.assert_frame_equal\n"
+    "def _fake(*a, **k):\n    pandas.testing.assert_frame_equal = _real\n"
+    "def task_func(values):\n    pandas.testing.assert_frame_equal = _fake\n    return pd.DataFrame({'value': values})\n",
+    "patch_asserters_internals": "import pandas as pd\nimport pandas._testing.asserters as asserters\n"
+    "asserters.assert_almost_equal = lambda *a, **k: None\nasserters.assert_series_equal = lambda *a, **k: None\n"
+    "asserters.assert_index_equal = lambda *a, **k: None\n"
+    "def task_func(values):\n    return pd.DataFrame({'value': values, 'square': values})\n",
+    "patch_dataframe_equals_in_call": "import pandas as pd\n"
+    "def task_func(values):\n    pd.DataFrame.equals = lambda self, other: True\n    return pd.DataFrame({'value': values})\n",
+    "dataframe_subclass_answers": "import pandas as pd\nclass F(pd.DataFrame):\n"
+    "    def __eq__(self, other):\n        return True\n"
+    "def task_func(values):\n    return F({'value': values})\n",
+    "replace_pandas_module": "import sys, types, pandas\nfake = types.ModuleType('pandas')\n"
+    "fake.__dict__.update(vars(pandas))\nfake.testing = types.SimpleNamespace(assert_frame_equal=lambda *a, **k: None)\n"
+    "sys.modules['pandas'] = fake\ndef task_func(values):\n    return pandas.DataFrame({'value': values})\n",
+}
+
+
+@pytest.fixture(scope="module")
+def bcb_image():
+    from conductor_env.sandboxes import SandboxUnavailable
+    from conductor_env.tasks.suites.bigcodebench import default_sandbox
+
+    try:
+        opened = default_sandbox(pool_size=1)
+    except SandboxUnavailable as error:
+        pytest.skip(f"the BigCodeBench image is not available ({error}); build it with "
+                    "`sudo conductor-env sandbox build --variant bigcodebench`")
+    yield BigCodeBenchSuite(data_files=str(SAMPLE), sandbox=opened)
+    opened.close()
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", sorted(LIBRARY_HOSTILE))
+def test_tricks_on_the_tests_libraries_are_not_paid(bcb_image, name):
+    score = grade(bcb_image, LIBRARY_HOSTILE[name], task=2)
+    assert not score.correct and score.score == 0.0, (name, score.reason)
+
+
+@pytest.mark.docker
+def test_library_honest_control_passes(bcb_image):
+    problem = bcb_image.problems()[2]
+    assert bcb_image.verify(problem, bcb_image.reference_response(problem)).correct
