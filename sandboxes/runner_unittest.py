@@ -248,10 +248,10 @@ def _capture(kit: dict, cases: Any, test_globals: dict) -> dict:
                           if name.startswith("test") and callable_(getattr_(cases, name, None)))
     mro = cases.__mro__
     below = mro[: kit["index"](mro, kit["test_case"])]
-    watched = kit["list"](kit["watched"])
-    for klass in below:
-        watched.append(("tests." + klass.__name__, vars_(klass), runner_unittest_watch.STRICT))
-    watched.append(("tests", test_globals, runner_unittest_watch.VALUES))
+    own = [("tests." + klass.__name__, vars_(klass), runner_unittest_watch.STRICT) for klass in below]
+    own.append(("tests", test_globals, runner_unittest_watch.VALUES))
+    watched = kit["list"](kit["watched"]) + own
+    kit["watched_calls"].extend(own)  # the entry point's wrapper watches them around every call too
     own_init = False
     for klass in below:
         own_init = own_init or "__init__" in vars_(klass)

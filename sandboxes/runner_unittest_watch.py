@@ -62,6 +62,7 @@ def bind(kit: dict, libraries: tuple, tests: list) -> None:
     import gc
     import signal
     import sys
+    import types
     import weakref
 
     kit.update({
@@ -83,6 +84,7 @@ def bind(kit: dict, libraries: tuple, tests: list) -> None:
         "mock_any": type(sys.modules["unittest.mock"].ANY), "mock_call": sys.modules["unittest.mock"]._Call,
         "mock_base": sys.modules["unittest.mock"].NonCallableMock,
         "magic_proxy": sys.modules["unittest.mock"].MagicProxy,
+        "lazy_code": (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType),
     })  # fmt: skip
     kit["signal_baseline"] = {number: kit["getsignal"](number) for number in kit["signals"]}
     kit["hook_baseline"] = [kit["getattr"](sys, name, None) for name in SYS_HOOKS]
@@ -220,7 +222,7 @@ def quiesce(kit: dict) -> str:
     kit["gc_collect"]()
     kit["gc_disable"]()
     for number, handler in kit["items"](kit["signal_baseline"]):
-        if kit["getsignal"](number) is not handler:
+        if handler is not None and kit["getsignal"](number) is not handler:  # None: set outside Python
             kit["real_signal"](number, handler)
     for timer in kit["timers"]:
         kit["setitimer"](timer, 0)
@@ -264,7 +266,8 @@ def value_problem(kit: dict, value: Any) -> str:
 
     Walks builtin containers (exact types) and refuses objects that answer comparisons for
     themselves: instances of classes the program made with such members, ``mock.ANY``, mock
-    calls, and mocks whose comparison members were replaced.
+    calls, and mocks whose comparison members were replaced; and generators and coroutines,
+    whose code would run when the tests iterate them, outside the checked call.
     """
     type_, before, mro_of = kit["type"], kit["classes_before"], kit["mro_of"]
     pending, seen = [value], 0
@@ -282,6 +285,8 @@ def value_problem(kit: dict, value: Any) -> str:
             continue
         if kind is kit["mock_any"] or kind is kit["mock_call"]:
             return "it returned unittest.mock.ANY or a mock call, which equal anything"
+        if kind in kit["lazy_code"]:
+            return "it returned a generator or coroutine, whose code would run outside the checked call"
         for klass in mro_of(kind):
             members = kit["vars"](klass)
             if kit["issubclass"](klass, kit["mock_base"]):
