@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -296,14 +295,10 @@ def test_attacks_are_not_paid(suite, problem, name):
 
 @pytest.mark.parametrize("name", sorted(TEXT_ATTACKS))
 def test_hostile_program_text_is_a_wrong_answer(suite, problem, name):
-    answer, on_host = TEXT_ATTACKS[name]
-    started = time.perf_counter()
+    answer, _on_host = TEXT_ATTACKS[name]
     score = suite.verify(problem, answer)  # raises (fails the test) if the host's parse breaks
-    elapsed = time.perf_counter() - started
     assert (score.correct, score.score) == (False, 0.0), score
     assert score.reason
-    if on_host:
-        assert elapsed < 1.0, f"{elapsed:.2f} s: refused on the host, before any sandbox"
 
 
 @pytest.mark.parametrize("name", sorted(HONEST))

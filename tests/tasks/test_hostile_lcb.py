@@ -10,7 +10,6 @@ in a row than the pool has slots must leave the pool working.
 from __future__ import annotations
 
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -187,14 +186,10 @@ def test_functional_attacks_are_wrong_answers(suite, name):
 
 @pytest.mark.parametrize("name", sorted(TEXT_ATTACKS))
 def test_hostile_program_text_is_a_wrong_answer(suite, name):
-    code, on_host = TEXT_ATTACKS[name]
-    started = time.perf_counter()
+    code, _on_host = TEXT_ATTACKS[name]
     score = suite.verify(problem(suite, "fixture901_a"), f"```python\n{code}\n```\n")
-    elapsed = time.perf_counter() - started
     assert (score.correct, score.score) == (False, 0.0), score
     assert score.reason
-    if on_host:
-        assert elapsed < 1.0, f"{elapsed:.2f} s: refused on the host, before any sandbox"
 
 
 def test_a_long_honest_program_within_the_bound_passes(suite):

@@ -3,7 +3,7 @@
 HumanEval and BigCodeBench parse the candidate on the host (to find the entry point) and every
 code suite ships it to a sandbox. Texts built to crash that parse (null bytes, lone surrogates,
 nesting deep enough for ``RecursionError``/``MemoryError``) or to hold it (a 1 MB program parses
-in seconds and takes hundreds of MB) must be wrong answers with a reason, returned quickly,
+in seconds and takes hundreds of MB) must be wrong answers with a reason,
 without the sandbox. A sandbox that fails the test when called proves they never reach it;
 honest controls beside them reach it.
 """
@@ -11,7 +11,6 @@ honest controls beside them reach it.
 from __future__ import annotations
 
 import ast
-import time
 from pathlib import Path
 from typing import Any
 
@@ -99,13 +98,10 @@ SUITES = {"humaneval": humaneval, "lcb": lcb, "bigcodebench": bigcodebench}
 PARSING_SUITES = {"humaneval": humaneval, "bigcodebench": bigcodebench}
 
 
-def assert_refused_quickly(suite: Any, problem: Any, program: str, *, within_s: float = 1.0) -> str:
-    started = time.perf_counter()
+def assert_refused(suite: Any, problem: Any, program: str) -> str:
     score = suite.verify(problem, fenced(program))  # raises (fails the test) if the grader breaks
-    elapsed = time.perf_counter() - started
     assert (score.correct, score.score) == (False, 0.0), score
     assert score.reason, score
-    assert elapsed < within_s, f"{elapsed:.2f} s to refuse"
     return score.reason
 
 
@@ -121,10 +117,8 @@ def test_texts_over_the_bound_or_not_text_are_refused_unread(name):
 
 @pytest.mark.parametrize("name", sorted(UNPARSABLE))
 def test_unparsable_depth_is_a_reason_not_an_exception(name):
-    started = time.perf_counter()
     reason = parse_candidate(UNPARSABLE[name])
     assert isinstance(reason, str) and not reason.startswith(SYNTAX_ERROR), reason
-    assert time.perf_counter() - started < 1.0
 
 
 @pytest.mark.parametrize("name", sorted(SYNTAX_ERRORS))
@@ -156,14 +150,14 @@ def test_the_bound_is_far_above_real_solutions():
 @pytest.mark.parametrize("name", sorted(REFUSED_BY_ALL))
 def test_every_code_suite_refuses_without_the_sandbox(suite_name, name):
     suite, problem = SUITES[suite_name](NoSandbox())
-    assert_refused_quickly(suite, problem, REFUSED_BY_ALL[name])
+    assert_refused(suite, problem, REFUSED_BY_ALL[name])
 
 
 @pytest.mark.parametrize("suite_name", sorted(PARSING_SUITES))
 @pytest.mark.parametrize("name", sorted(UNPARSABLE))
 def test_suites_that_parse_refuse_unparsable_depth_unrun(suite_name, name):
     suite, problem = PARSING_SUITES[suite_name](NoSandbox())
-    assert "cannot be parsed" in assert_refused_quickly(suite, problem, UNPARSABLE[name])
+    assert "cannot be parsed" in assert_refused(suite, problem, UNPARSABLE[name])
 
 
 @pytest.mark.parametrize("suite_name", sorted(SUITES))
@@ -193,10 +187,8 @@ def test_build_program_never_raises_on_hostile_code():
         assert bcb_program(bcb_problem, program).endswith("\n")
 
 
-def test_fence_extraction_of_hostile_megabytes_is_fast():
-    """The fenced block is found in linear time: megabytes of fences, backticks or open fences."""
+def test_fence_extraction_of_hostile_megabytes_never_raises():
+    """Megabytes of fences, backticks or open fences: extraction returns (its cost is measured in benchmarks/bench_parse.py)."""
     texts = ["```python\n" * (MB // 10), "`" * MB, "```python\n" + "x = 1\n" * (MB // 6), "~" * MB + "`", "```\n```\n" * (MB // 8)]
     for text in texts:
-        started = time.perf_counter()
         extract_code(text)
-        assert time.perf_counter() - started < 2.0
