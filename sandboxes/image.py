@@ -245,6 +245,8 @@ def pip_command(spec: ImageVariant) -> list[str]:
 
 
 def _build_from_registry(client: Any, tag: str, spec: ImageVariant, say: Callable[[str], None]) -> None:
+    if spec.npm_data:  # checked first: the offline build, which the caller falls back to, fetches it
+        raise SandboxUnavailable("the registry build does not fetch npm data; building offline")
     packages = spec.packages
     suite = os.environ.get("CONDUCTOR_DEBIAN_SUITE") or _host_suite()
     base = f"debian:{suite}-slim"
@@ -257,8 +259,6 @@ def _build_from_registry(client: Any, tag: str, spec: ImageVariant, say: Callabl
     )
     if spec.pip_packages:
         dockerfile += "RUN " + " ".join(shlex.quote(part) for part in pip_command(spec)) + "\n"
-    if spec.npm_data:
-        raise SandboxUnavailable("the registry build does not fetch npm data; build offline (--offline)")
     say(f"building {tag} from {base}")
     client.images.build(
         fileobj=io.BytesIO(dockerfile.encode()), tag=tag, labels={IMAGE_LABEL: "1"}, rm=True, forcerm=True, pull=False
@@ -365,8 +365,8 @@ def _pip_install(rootfs: str, spec: ImageVariant, say: Callable[[str], None]) ->
         finally:
             if os.path.exists(host_ca):
                 os.remove(host_ca)
-        subprocess.run(["chroot", rootfs, "find", "/usr/local/lib", "-name", "__pycache__", "-prune",
-                        "-exec", "rm", "-rf", "{}", "+"], capture_output=True, check=False)  # fmt: skip
+        # pip leaves the libraries byte-compiled: the sandbox's root is read-only, so without
+        # the .pyc files every task would compile pandas, scipy, ... from source again
     finally:
         if mounted:
             subprocess.run(["umount", "-l", proc], capture_output=True, check=False)
