@@ -36,6 +36,16 @@ from typing import Any, Mapping
 #: The reasoning-gym datasets of the CPU profile and of the GRPO learning benchmark (two per domain).
 CPU_DATASETS = ("basic_arithmetic", "chain_sum", "letter_counting", "spell_backward", "syllogism", "family_relationships")
 
+#: The suite options of :data:`CPU_DATASETS`. Three of them pay a constant answer above the
+#: trivial-answer audit's threshold (docs/REASONING_GYM_AUDIT.md: ``syllogism`` ``Yes``,
+#: ``letter_counting`` ``1``, ``family_relationships`` its most common relation), so the suite
+#: refuses them without ``allow_gameable``. They stay opted in here because the shipped Conductors
+#: were trained and benchmarked on them with *simulated* pools (``experts``, ``orchestra``,
+#: ``orchestra-judge``), whose workers answer with the suite's reference or wrong response, never
+#: with text a Conductor wrote: no trivial answer can be paid there. With LLM workers, pick other
+#: datasets (the default mix passes the audit).
+CPU_SUITE_OPTIONS = {"datasets": list(CPU_DATASETS), "allow_gameable": True}
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -64,7 +74,7 @@ CPU_PROFILE = Profile(
         "pool": "experts",
         "split": "train",
         "env_options": {"examples": "none", "show_names": True},
-        "suite_options": {"datasets": list(CPU_DATASETS), "size": 20},
+        "suite_options": {**CPU_SUITE_OPTIONS, "size": 20},
         "balance_domains": True,
         "prompt": "compact",
         "max_steps": 24,

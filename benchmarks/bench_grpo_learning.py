@@ -59,7 +59,7 @@ DATASETS = ["basic_arithmetic", "chain_sum", "letter_counting", "spell_backward"
 
 def factory(split: str, size: int, show_names: bool) -> EnvFactory:
     return EnvFactory(
-        EnvSetup.from_id("Conductor-RG-v0", pool=str(POOL), split=split, examples="none", show_names=show_names, suite_options={"datasets": DATASETS, "size": size})
+        EnvSetup.from_id("Conductor-RG-v0", pool=str(POOL), split=split, examples="none", show_names=show_names, suite_options={"datasets": DATASETS, "size": size, "allow_gameable": True})
     )
 
 

@@ -62,6 +62,7 @@ def eval_command(
         str(Path(sys.executable).with_name("conductor-env")), "eval", "--env", "Conductor-RG-v0", "--pool", pool,
         "--split", "validation", "--n", str(n), "--samples", str(samples), "--concurrency", "64", "--seed", str(seed), "--out", out,
         "--suite-option", f"datasets={json.dumps(list(CPU_DATASETS))}", "--suite-option", "size=20",
+        "--suite-option", "allow_gameable=true",  # simulated workers: see CPU_SUITE_OPTIONS
     ]
     options = dict(ENV_OPTIONS)
     if subpool_size is not None:

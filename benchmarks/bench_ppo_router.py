@@ -31,7 +31,7 @@ DATASETS = ["basic_arithmetic", "chain_sum", "letter_counting", "spell_backward"
 
 
 def make_env(split: str, size: int) -> RoutingEnv:
-    return RoutingEnv(EnvSetup.from_kwargs(suite="rg", pool=str(POOL), split=split, suite_options={"datasets": DATASETS, "size": size}).make())
+    return RoutingEnv(EnvSetup.from_kwargs(suite="rg", pool=str(POOL), split=split, suite_options={"datasets": DATASETS, "size": size, "allow_gameable": True}).make())
 
 
 def held_out_reward(env: RoutingEnv, choose, episodes: int) -> float:

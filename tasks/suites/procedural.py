@@ -5,21 +5,40 @@ accept answers that need no solving (see :data:`GAMEABLE_DATASETS`). So the data
 default mix are graded by a strict check of the suite (:data:`STRICT_CHECKS`): one normalised
 answer, compared exactly with the gold answer. Other datasets count as correct only when their
 scorer gives full marks. Partial credit (the scorer's fraction) is an opt-in suite option.
+
+Which datasets may be used without an opt-in is measured, not listed: the trivial-answer audit
+(:mod:`~conductor_env.tasks.suites.rg_audit`, ``scripts/audit_reasoning_gym.py``,
+docs/REASONING_GYM_AUDIT.md) grades constants, the question echoed back, the most common gold
+answer and any text through :meth:`ReasoningGymSuite.verify` on every dataset, and the suite
+refuses without ``allow_gameable=True`` each dataset where one of them is paid on more than 10%
+of the problems, or that the shipped table does not cover.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from decimal import Decimal
-from typing import Any, Callable, Mapping, Sequence
+import warnings
+from typing import Any, Sequence
 
 from conductor_env.suite import Problem, Score, TaskSuite
 from conductor_env.tasks.registry import SuiteError
+from conductor_env.tasks.suites.rg_audit import GameableDatasetWarning, audit_refusal
+from conductor_env.tasks.suites.rg_checks import (  # noqa: F401  (re-exported: the suite's checks)
+    STRICT_CHECKS,
+    exact_knights_knaves,
+    exact_number,
+    exact_word,
+    exact_word_list,
+    family_relationship,
+    final_answer,
+    knights_knaves_roles,
+)
 
 #: The default mix: arithmetic, algebra, logic and string tasks, each with a single right answer
-#: that a strict check of :data:`STRICT_CHECKS` grades.
-DEFAULT_DATASETS = ("basic_arithmetic", "chain_sum", "simple_equations", "knights_knaves", "letter_counting", "spell_backward")
+#: that a strict check of :data:`STRICT_CHECKS` grades, and none paying a trivial answer on more
+#: than 10% of problems in the audit (``letter_counting``, whose answer is ``1`` about 4 times in
+#: 10, was replaced by ``word_sorting``).
+DEFAULT_DATASETS = ("basic_arithmetic", "chain_sum", "simple_equations", "knights_knaves", "word_sorting", "spell_backward")
 
 #: Coarse domains of some reasoning-gym datasets (others default to ``reasoning``).
 DATASET_DOMAINS = {
@@ -36,8 +55,9 @@ DATASET_DOMAINS = {
     "word_sorting": "language",
 }
 
-#: Datasets whose reasoning-gym scorer pays answers that need no solving, with the reason. The
-#: suite refuses them unless built with ``allow_gameable=True``.
+#: Datasets whose reasoning-gym scorer pays answers that need no solving in a way the trivial-answer
+#: audit cannot show (no fixed answer), with the reason. The suite refuses them unless built with
+#: ``allow_gameable=True``, as it does the datasets the audit finds (:func:`gameable_reasons`).
 GAMEABLE_DATASETS = {
     "propositional_logic": (
         "its scorer accepts any statement the premises entail, so a premise copied from the question "
@@ -45,6 +65,29 @@ GAMEABLE_DATASETS = {
         "it has no gold answer to compare with"
     ),
 }
+
+
+
+def gameable_reasons(names: Sequence[str]) -> dict[str, str]:
+    """Why each of ``names`` is refused without ``allow_gameable``; datasets that pass are left out.
+
+    A dataset is refused when it is in :data:`GAMEABLE_DATASETS`, or when the shipped audit
+    (:func:`~conductor_env.tasks.suites.rg_audit.audit_refusal`) finds a trivial answer paid
+    above the threshold or does not cover it.
+
+    Args:
+        names: reasoning-gym dataset names.
+
+    Returns:
+        ``name -> reason`` for the refused datasets, in the order given.
+    """
+    reasons = {}
+    for name in names:
+        reason = GAMEABLE_DATASETS.get(name) or audit_refusal(name)
+        if reason is not None:
+            reasons[name] = reason
+    return reasons
+
 
 _ANSWER_INSTRUCTION = "\n\nGive only the final answer on the last line, in the form: Answer: <answer>"
 
@@ -54,176 +97,6 @@ SPLIT_SEEDS = {"train": 0, "validation": 1, "test": 2}
 #: that is longer, is wrong without being scored: it cannot be a single answer, and some scorers
 #: (propositional_logic's parser) take time quadratic in the answer's length.
 MAX_ANSWER_CHARS = 1024
-
-_MARKER = re.compile(r"answer:", re.IGNORECASE | re.ASCII)
-_NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?", re.ASCII)
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-_WRAPPERS = ("`", '"', "'", "$")
-
-
-def final_answer(response: str) -> str:
-    """Returns the text after the last ``Answer:`` (any case), or the last non-empty line.
-
-    Args:
-        response: The workflow's final response.
-
-    Returns:
-        The answer text, stripped of surrounding whitespace; ``""`` when there is none.
-    """
-    last = None
-    for last in _MARKER.finditer(response):
-        pass
-    if last is not None:
-        return response[last.end() :].strip()
-    lines = [line.strip() for line in response.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""
-
-
-def _unwrap(text: str) -> str:
-    """Strips markdown emphasis, one layer of quotes, backticks or dollars, and a final full stop."""
-    text = text.strip().strip("*").strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in _WRAPPERS:
-        text = text[1:-1].strip()
-    if text.endswith("."):
-        text = text[:-1].rstrip()
-    return text
-
-
-def _ascii_lower(text: str) -> str:
-    # str.lower() folds some non-ASCII look-alikes onto ASCII letters (the Kelvin sign onto "k").
-    return text.translate(_ASCII_LOWER)
-
-
-def exact_number(answer: str, gold: str, entry: Mapping[str, Any]) -> bool:
-    """Whether ``answer`` is one plain decimal number equal to ``gold``.
-
-    Accepted: an optional sign (``+``, ``-`` or the minus sign U+2212), ASCII digits with
-    optional thousands commas in groups of three, an optional fractional part. Rejected:
-    expressions, scientific or hexadecimal notation, other digit scripts, several numbers.
-    For ``simple_equations`` a ``<variable> =`` prefix is allowed (``"x = 5"``).
-
-    Args:
-        answer: The extracted answer.
-        gold: The gold answer (a plain number).
-        entry: The reasoning-gym entry.
-
-    Returns:
-        True when the answer is exactly the gold number.
-    """
-    text = _unwrap(answer).replace("\u2212", "-")
-    variable = entry.get("metadata", {}).get("variable")
-    if isinstance(variable, str) and variable:
-        head, equals, tail = text.partition("=")
-        if equals and head.strip() == variable:
-            text = tail.strip()
-    if not text.isascii() or _NUMBER.fullmatch(text) is None:
-        return False
-    return Decimal(text.replace(",", "")) == Decimal(str(gold))
-
-
-def exact_word(answer: str, gold: str, entry: Mapping[str, Any]) -> bool:
-    """Whether ``answer`` is ``gold`` up to ASCII case (reasoning-gym ignores case here too).
-
-    Args:
-        answer: The extracted answer.
-        gold: The gold answer (one word).
-        entry: The reasoning-gym entry (unused).
-
-    Returns:
-        True when the answer is the gold word.
-    """
-    text = _unwrap(answer)
-    return text.isascii() and _ascii_lower(text) == _ascii_lower(str(gold))
-
-
-def knights_knaves_roles(text: str) -> dict[str, str] | None:
-    """Parses ``"A is a knight, and B is a knave"`` into ``{"a": "knight", "b": "knave"}``.
-
-    Clauses must be exactly ``<name> is a|an <role>``, joined by ``,``, ``and`` or ``, and``;
-    anything else (``if``/``then``, ``or``, ``not``, a name given twice) makes it unreadable,
-    so a statement copied from the question is not read as an assignment.
-
-    Args:
-        text: The answer (or gold answer) text.
-
-    Returns:
-        The lower-cased name-to-role mapping, or ``None`` when the text is not such a list.
-    """
-    text = _unwrap(text)
-    if not text.isascii():
-        return None
-    tokens = _ascii_lower(text).replace(",", " , ").split()
-    roles: dict[str, str] = {}
-    position = 0
-    while True:
-        clause = tokens[position : position + 4]
-        if len(clause) < 4 or clause[1] != "is" or clause[2] not in ("a", "an") or clause[0] in roles:
-            return None
-        if not (clause[0].isalpha() and clause[3].isalpha()):
-            return None
-        roles[clause[0]] = clause[3]
-        position += 4
-        if position == len(tokens):
-            return roles
-        if tokens[position : position + 2] == [",", "and"]:
-            position += 2
-        elif tokens[position] in (",", "and"):
-            position += 1
-        else:
-            return None
-
-
-def exact_knights_knaves(answer: str, gold: str, entry: Mapping[str, Any]) -> bool:
-    """Whether ``answer`` assigns every inhabitant the gold role, and says nothing else.
-
-    Args:
-        answer: The extracted answer.
-        gold: The gold answer (``"A is a knight, and B is a knave."``).
-        entry: The reasoning-gym entry (unused).
-
-    Returns:
-        True when both parse and the assignments are equal.
-    """
-    expected = knights_knaves_roles(str(gold))
-    return expected is not None and knights_knaves_roles(answer) == expected
-
-
-#: The suite's strict check for each audited dataset: ``check(answer, gold, entry)``.
-STRICT_CHECKS: dict[str, Callable[[str, str, Mapping[str, Any]], bool]] = {
-    "basic_arithmetic": exact_number,
-    "chain_sum": exact_number,
-    "simple_equations": exact_number,
-    "letter_counting": exact_number,
-    "spell_backward": exact_word,
-    "knights_knaves": exact_knights_knaves,
-    "family_relationships": exact_word,
-}
-
-
-def family_relationship(entry: Mapping[str, Any], female_names: set[str]) -> str:
-    """Returns the right answer of a family_relationships entry.
-
-    reasoning-gym 0.1.x labels two relations wrongly: when person2 is the parent of person1's
-    spouse it answers ``mother-in-law``/``father-in-law`` (person2's relation to person1, not
-    person1's to person2), and it picks ``niece``/``nephew`` by person2's gender instead of
-    person1's. The question always asks what person1 is to person2.
-
-    Args:
-        entry: The reasoning-gym entry.
-        female_names: The dataset's female first names (``config.female_names``).
-
-    Returns:
-        The corrected relation (``daughter-in-law``, ``son-in-law``, ``niece``, ``nephew``), or
-        the entry's own answer for the other relations.
-    """
-    answer = str(entry["answer"])
-    female = entry["metadata"]["person1"] in female_names
-    if answer in ("mother-in-law", "father-in-law"):
-        return "daughter-in-law" if female else "son-in-law"
-    if answer in ("niece", "nephew"):
-        return "niece" if female else "nephew"
-    return answer
-
 
 def _option(name: str, value: object) -> bool:
     if not isinstance(value, bool):  # a string such as "no" must not switch an option on
@@ -248,12 +121,17 @@ class ReasoningGymSuite(TaskSuite):
             share of a reversed word's letters in place) instead of 0.0. ``correct`` still needs
             a fully correct answer, and an answer that the scorer pays in full but the strict
             check rejects scores 0.0.
-        allow_gameable: Allow datasets of :data:`GAMEABLE_DATASETS`, whose scorers pay
-            answers that need no solving (for evaluation, not training).
+        allow_gameable: Allow datasets that may pay answers needing no solving (for evaluation,
+            not training): those of :data:`GAMEABLE_DATASETS`, those where the trivial-answer
+            audit found a trivial answer paid on more than 10% of problems, and those it does
+            not cover (a newer reasoning-gym). Building with them warns
+            (:class:`~conductor_env.tasks.suites.rg_audit.GameableDatasetWarning`) with the reasons.
+            The audit measured each dataset with its default options; ``dataset_options`` can
+            change its answers' spread.
 
     Raises:
-        SuiteError: For an unknown dataset, a gameable one without ``allow_gameable``, or an
-            option that is not a bool.
+        SuiteError: For an unknown dataset, a gameable or unaudited one without
+            ``allow_gameable``, or an option that is not a bool.
     """
 
     name = "rg"
@@ -278,10 +156,16 @@ class ReasoningGymSuite(TaskSuite):
             raise SuiteError(f"unknown reasoning-gym datasets {unknown}; see reasoning_gym.factory.DATASETS")
         self.partial_credit = _option("partial_credit", partial_credit)
         self.allow_gameable = _option("allow_gameable", allow_gameable)
-        gameable = [n for n in names if n in GAMEABLE_DATASETS]
-        if gameable and not self.allow_gameable:
-            reasons = "; ".join(f"{n}: {GAMEABLE_DATASETS[n]}" for n in gameable)
-            raise SuiteError(f"reasoning-gym datasets {gameable} reward answers that need no solving ({reasons}); pass allow_gameable=True to use them anyway")
+        refused = gameable_reasons(names)
+        if refused and not self.allow_gameable:
+            reasons = "; ".join(f"{n}: {reason}" for n, reason in refused.items())
+            raise SuiteError(
+                f"reasoning-gym datasets {list(refused)} may reward answers that need no solving ({reasons}); "
+                "pass allow_gameable=True to use them anyway (for evaluation, not training)"
+            )
+        if refused:
+            reasons = "; ".join(f"{n}: {reason}" for n, reason in refused.items())
+            warnings.warn(f"reasoning-gym datasets {list(refused)} allowed by allow_gameable=True: {reasons}", GameableDatasetWarning, stacklevel=2)
         self.datasets = names
         self.size = size
         self.seed = seed

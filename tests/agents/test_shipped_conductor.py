@@ -8,7 +8,7 @@ import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.agents.llm import LLMConductor
-from conductor_env.agents.profiles import CPU_DATASETS, ORCHESTRA_JUDGE_POOL, ORCHESTRA_POOL
+from conductor_env.agents.profiles import CPU_SUITE_OPTIONS, ORCHESTRA_JUDGE_POOL, ORCHESTRA_POOL
 from conductor_env.agents.shipped import SHIPPED_CONDUCTORS, shipped_conductor
 from conductor_env.envs import EnvSetup
 from conductor_env.event_loop import run_sync
@@ -39,7 +39,7 @@ def _greedy_actions(name: str, pool: str) -> tuple[list[str], list[dict]]:
     """The Conductor's greedy actions on 4 held-out questions of each dataset, the pool renumbered in every episode."""
     setup = EnvSetup.from_id(
         "Conductor-RG-v0", pool=pool, split="validation",
-        suite_options={"datasets": list(CPU_DATASETS), "size": 4},
+        suite_options={**CPU_SUITE_OPTIONS, "size": 4},
         options={"examples": "none", "show_names": True, "max_steps": 3, "subpool_size": 3},
     )
     env = setup.make()

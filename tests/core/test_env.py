@@ -44,7 +44,7 @@ def sure_pool(fail_rate: float = 0.0) -> WorkerPool:
 
 @pytest.fixture(scope="module")
 def suite() -> ReasoningGymSuite:
-    return ReasoningGymSuite(["basic_arithmetic", "letter_counting"], size=5)
+    return ReasoningGymSuite(["basic_arithmetic", "word_sorting"], size=5)
 
 
 def make_env(suite: ReasoningGymSuite, **kwargs) -> ConductorEnv:
@@ -64,8 +64,8 @@ def test_reset_is_seeded_and_problem_can_be_chosen(suite: ReasoningGymSuite) -> 
     first, _ = env.reset(seed=7)
     again, _ = env.reset(seed=7)
     assert first == again
-    observation, info = env.reset(seed=1, options={"problem_id": "letter_counting/test/3"})
-    assert info["problem_id"] == "letter_counting/test/3"
+    observation, info = env.reset(seed=1, options={"problem_id": "word_sorting/test/3"})
+    assert info["problem_id"] == "word_sorting/test/3"
     assert observation["question"] in observation["prompt"]
     assert "Model id 0" in observation["workers"] and "always" not in observation["prompt"]
     with pytest.raises(KeyError, match="no problem with id"):

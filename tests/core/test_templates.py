@@ -164,7 +164,7 @@ def test_hostile_values_are_rendered_literally(tmp_path: Path) -> None:
 
 
 def suite() -> ReasoningGymSuite:
-    return ReasoningGymSuite(["basic_arithmetic", "letter_counting"], size=4)
+    return ReasoningGymSuite(["basic_arithmetic", "word_sorting"], size=4)
 
 
 CONDUCTOR_TOML = """

@@ -31,7 +31,7 @@ SUITES = FIXTURES / "suites"
 
 #: Small offline options for every built-in id; code suites grade in the local (bubblewrap) sandbox.
 ENV_OPTIONS: dict[str, dict[str, Any]] = {
-    "Conductor-RG-v0": {"suite_options": {"datasets": ["basic_arithmetic", "letter_counting"], "size": 2}},
+    "Conductor-RG-v0": {"suite_options": {"datasets": ["basic_arithmetic", "word_sorting"], "size": 2}},
     "Conductor-LCB-v0": {"suite_options": {"data_files": str(FIXTURES / "lcb" / "lcb_sample.jsonl")}, "sandbox": "local"},
     "Conductor-HumanEval-v0": {"suite_options": {"data_files": str(FIXTURES / "humaneval" / "humaneval_sample.jsonl")}, "sandbox": "local"},
     "Conductor-BigCodeBench-v0": {"suite_options": {"data_files": str(FIXTURES / "bigcodebench" / "bcb_sample.jsonl")}, "sandbox": "local"},

@@ -28,6 +28,9 @@ from conductor_env.tasks.suites.procedural import (
     knights_knaves_roles,
 )
 
+# Opting in to a refused dataset warns by design (tests/tasks/test_suite_rg_audit.py checks it).
+pytestmark = pytest.mark.filterwarnings("ignore::conductor_env.tasks.suites.rg_audit.GameableDatasetWarning")
+
 #: Problems per dataset that the battery attacks.
 PROBLEMS_PER_DATASET = 6
 HUGE = 256 * 1024
@@ -66,6 +69,9 @@ def wrong_answers(problem: Problem) -> list[str]:
         return [gold + "s", gold[1:]]
     if dataset == "knights_knaves":
         return [text for text in knights_knaves_assignments(entry) if knights_knaves_roles(text) != knights_knaves_roles(gold)][:2]
+    if dataset == "word_sorting":
+        words = gold.split(", ")
+        return [", ".join(words[1:] + words[:1]), ", ".join(words[:-1])]
     number = int(gold)
     return [str(number + 1), str(number - 1)]
 
@@ -188,6 +194,36 @@ def spell_backward_attacks(problem: Problem) -> dict[str, str]:
     return attacks
 
 
+def word_sorting_attacks(problem: Problem) -> dict[str, str]:
+    """Attacks on a sorted word list: the question's list copied, other orders, words changed."""
+    gold, meta = str(problem.answer), problem.metadata["entry"]["metadata"]
+    words, original = list(meta["sorted_words"]), [str(word) for word in meta["original_words"]]
+    attacks = {
+        "question's list copied": "Answer: " + ", ".join(original),
+        "reversed order": "Answer: " + ", ".join(reversed(words)),
+        "sorted ignoring case": "Answer: " + ", ".join(sorted(words, key=str.lower, reverse=meta["direction"] == "descending")),
+        "lower-cased": "Answer: " + ", ".join(word.lower() for word in words),
+        "upper-cased": "Answer: " + ", ".join(word.upper() for word in words),
+        "space-separated": "Answer: " + " ".join(words),
+        "semicolons": "Answer: " + "; ".join(words),
+        "one per line": "Answer: " + "\n".join(words),
+        "first word twice": "Answer: " + ", ".join(words[:1] + words),
+        "last word left out": "Answer: " + ", ".join(words[:-1]),
+        "extra word": f"Answer: {gold}, zebra",
+        "empty item": "Answer: " + ", , ".join(words),
+        "as a Python list": f"Answer: {words!r}",
+        "gold twice": f"Answer: {gold}, {gold}",
+        "Cyrillic look-alikes": "Answer: " + gold.translate(_CYRILLIC) if gold.translate(_CYRILLIC) != gold else "Answer: " + fullwidth(gold[:1]) + gold[1:],
+    }
+    if [w.lower() for w in words] == words:
+        attacks.pop("lower-cased")
+    if sorted(words, key=str.lower, reverse=meta["direction"] == "descending") == words:
+        attacks.pop("sorted ignoring case")
+    if len(words) == 1:
+        attacks = {k: v for k, v in attacks.items() if k not in ("reversed order", "space-separated", "semicolons", "one per line")}
+    return attacks
+
+
 def knights_knaves_attacks(problem: Problem) -> dict[str, str]:
     """Attacks on a knights-and-knaves assignment: copied statements, every case listed."""
     gold, entry = str(problem.answer), problem.metadata["entry"]
@@ -234,6 +270,8 @@ def attacks(problem: Problem) -> dict[str, str]:
         result.update(spell_backward_attacks(problem))
     elif dataset == "knights_knaves":
         result.update(knights_knaves_attacks(problem))
+    elif dataset == "word_sorting":
+        result.update(word_sorting_attacks(problem))
     else:
         result.update(number_attacks(problem))
     return result
@@ -267,6 +305,10 @@ def honest_responses(problem: Problem) -> dict[str, str]:
         responses["variable equals"] = f"Answer: {meta['variable']} = {gold}"
     if dataset == "spell_backward":
         responses["upper case"] = f"Answer: {gold.upper()}"
+    if dataset == "word_sorting":
+        words = gold.split(", ")
+        responses["no spaces"] = "Answer: " + ",".join(words)
+        responses["spaces around commas"] = "Answer: " + " , ".join(words)
     if dataset == "knights_knaves":
         clauses = [clause.strip() for clause in re.split(r",\s*(?:and\s+)?", gold.rstrip("."))]
         responses["other order"] = "Answer: " + ", and ".join(reversed(clauses)) + "."
@@ -390,7 +432,7 @@ def test_knights_knaves_library_pays_copied_statements_but_the_suite_does_not(su
 
 
 def test_family_relationships_in_laws_and_nieces_are_relabelled() -> None:
-    suite = ReasoningGymSuite(["family_relationships"], size=20, seed=0)
+    suite = ReasoningGymSuite(["family_relationships"], size=20, seed=0, allow_gameable=True)
     problem = next(p for p in suite.problems("test") if p.metadata["entry"]["answer"] == "mother-in-law")
     entry = problem.metadata["entry"]
     person1, person2 = entry["metadata"]["person1"], entry["metadata"]["person2"]
@@ -402,7 +444,7 @@ def test_family_relationships_in_laws_and_nieces_are_relabelled() -> None:
     assert suite.verify(problem, f"Answer: {problem.answer}").correct
     assert not suite.verify(problem, "Answer: mother-in-law").correct
 
-    nieces = ReasoningGymSuite(["family_relationships"], size=60, seed=1, dataset_options={"family_relationships": {"min_family_size": 9, "max_family_size": 11}})
+    nieces = ReasoningGymSuite(["family_relationships"], size=60, seed=1, allow_gameable=True, dataset_options={"family_relationships": {"min_family_size": 9, "max_family_size": 11}})
     female = set(reasoning_gym.create_dataset("family_relationships", size=1).config.female_names)
     kin = [p for split in ("train", "test") for p in nieces.problems(split) if p.answer in ("niece", "nephew")]
     assert kin
