@@ -74,10 +74,8 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
                 real_signal: Any, real_create_builtin: Any, tests: list):
     """Returns the audit hook installed in the child before the program runs.
 
-    ``tests`` is held by the runner alone: once it is not empty the tests are running, and
-    from then on no signal handler may be installed (it would run candidate code between test
-    calls) and no function in it may have its ``__code__`` read (the runner's own wrappers,
-    whose constants hold what they check with).
+    ``tests`` is held by the runner alone: once it is not empty the tests run, no signal handler
+    may be installed, and its functions' ``__code__`` (the runner's wrappers) may not be read.
 
     Besides refusing the events above, it is the only holder of the real ``signal.signal``: the
     program's ``signal.signal`` raises the event ``conductor.signal``, and the hook installs the
@@ -93,26 +91,18 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
     isinstance, callable, int, len, str, bytes = _BUILTINS  # noqa: A001
     ValueError, ImportError, PermissionError, TypeError = _ERRORS  # noqa: A001
     make_frameless = helpers["make_frameless"]
-    frozen_function_attributes = FROZEN_FUNCTION_ATTRIBUTES
-    library_function = _make_library_check(sys.modules)
-    text = str.__str__
-    realpath, fspath = os.path.realpath, os.fspath
+    function_events = ("object.__getattr__", "object.__setattr__", "object.__delattr__")
+    refused_function_access = _make_function_check(frame_attributes, tests, _make_library_check(sys.modules))
+    text, realpath, fspath = str.__str__, os.path.realpath, os.fspath
     refused_path = _make_path_check(realpath, fspath)
 
     def guard(event: str, args: tuple) -> None:
         if event in blocked_events:
             raise ValueError(f"{event} is not available in the sandbox")
-        if event == "object.__getattr__":
-            if len(args) > 1 and args[1] in frame_attributes:
-                raise ValueError(f"{args[1]} is not available in the sandbox")
-            if len(args) > 1 and args[1] == "__code__":
-                for protected in tests:
-                    if args[0] is protected:
-                        raise ValueError("__code__ of the grader's functions is not available in the sandbox")
-        elif event in ("object.__setattr__", "object.__delattr__"):
-            if len(args) > 1 and args[1] in frozen_function_attributes:
-                if args[1] == "__code__" or library_function(args[0]):
-                    raise ValueError(f"replacing {args[1]} is not available in the sandbox")
+        if event in function_events:
+            refused = refused_function_access(event, args)
+            if refused:
+                raise ValueError(refused)
         elif event == "sys.addaudithook":
             raise ValueError("audit hooks are not available in the sandbox")
         elif event == "import":
@@ -151,6 +141,34 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
             box.append(real_create_builtin(ModuleSpec(name, None, origin="built-in")))
 
     return guard
+
+
+def _make_function_check(frame_attributes: frozenset, tests: list, library_function: Any) -> Any:
+    """Returns the guard's test for attribute events: why a read or a replacement is refused ("" when allowed).
+
+    Refused: reading a frame attribute; reading ``__code__`` of a function in ``tests`` (the
+    runner's wrappers); replacing any function's ``__code__``, or the defaults of a loaded
+    module's function (``library_function``).
+    """
+    len, frozen = _BUILTINS[3], FROZEN_FUNCTION_ATTRIBUTES
+
+    def refused_function_access(event: str, args: tuple) -> str:
+        if len(args) < 2:
+            return ""
+        name = args[1]
+        if event == "object.__getattr__":
+            if name in frame_attributes:
+                return f"{name} is not available in the sandbox"
+            if name == "__code__":
+                for protected in tests:
+                    if args[0] is protected:
+                        return "__code__ of the grader's functions is not available in the sandbox"
+            return ""
+        if name in frozen and (name == "__code__" or library_function(args[0])):
+            return f"replacing {name} is not available in the sandbox"
+        return ""
+
+    return refused_function_access
 
 
 def _make_library_check(modules: dict) -> Any:
