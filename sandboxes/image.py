@@ -72,9 +72,11 @@ class ImageVariant:
 
 #: Debian packages of the BigCodeBench image: the interpreter, pip to install the task libraries
 #: (:data:`BIGCODEBENCH_PIP`), and what PyPI cannot provide: tkinter, the ``python`` command
-#: (tasks run ``python script.py``), and the ``tesseract`` program behind pytesseract.
+#: (tasks run ``python script.py``), the ``tesseract`` program behind pytesseract, and the
+#: ``top`` (procps) and ``unzip`` commands that tasks' code and tests run.
 BIGCODEBENCH_PACKAGES = (
     "python3", "python3-pip", "python3-tk", "python-is-python3", "tesseract-ocr", "tesseract-ocr-eng",
+    "procps", "unzip",
 )  # fmt: skip
 
 #: The task libraries at the versions BigCodeBench pins (its ``Requirements/requirements-eval.txt``)
