@@ -71,7 +71,7 @@ _CHILD_HELPERS_CODE = compile(_CHILD_HELPERS, "<sandbox>", "exec")
 
 
 def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_modules: frozenset, helpers: dict,
-                real_signal: Any, real_create_builtin: Any, tests: list):
+                real_signal: Any, real_create_builtin: Any, tests: list, running: list):
     """Returns the audit hook installed in the child before the program runs.
 
     ``tests`` is held by the runner alone: once it is not empty the tests run, no signal handler
@@ -92,7 +92,7 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
     ValueError, ImportError, PermissionError, TypeError = _ERRORS  # noqa: A001
     make_frameless = helpers["make_frameless"]
     function_events = ("object.__getattr__", "object.__setattr__", "object.__delattr__")
-    refused_function_access = _make_function_check(frame_attributes, tests, _make_library_check(sys.modules))
+    refused_function_access = _make_function_check(frame_attributes, tests, _make_library_check(sys.modules), running)
     text, realpath, fspath = str.__str__, os.path.realpath, os.fspath
     refused_path = _make_path_check(realpath, fspath)
 
@@ -143,12 +143,13 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
     return guard
 
 
-def _make_function_check(frame_attributes: frozenset, tests: list, library_function: Any) -> Any:
+def _make_function_check(frame_attributes: frozenset, tests: list, library_function: Any, running: list) -> Any:
     """Returns the guard's test for attribute events: why a read or a replacement is refused ("" when allowed).
 
     Refused: reading a frame attribute; reading ``__code__`` of a function in ``tests`` (the
-    runner's wrappers); replacing any function's ``__code__``, or the defaults of a loaded
-    module's function (``library_function``).
+    runner's wrappers); while the program's code runs (``running`` not empty: always for the
+    kinds other than ``unittest``), replacing any function's ``__code__``, or the defaults of a
+    loaded module's function (``library_function``). Test code may (pyfakefs does).
     """
     len, frozen = _BUILTINS[3], FROZEN_FUNCTION_ATTRIBUTES
 
@@ -164,7 +165,7 @@ def _make_function_check(frame_attributes: frozenset, tests: list, library_funct
                     if args[0] is protected:
                         return "__code__ of the grader's functions is not available in the sandbox"
             return ""
-        if name in frozen and (name == "__code__" or library_function(args[0])):
+        if running and name in frozen and (name == "__code__" or library_function(args[0])):
             return f"replacing {name} is not available in the sandbox"
         return ""
 
@@ -230,13 +231,16 @@ def _make_path_check(realpath: Any, fspath: Any) -> Any:
     return refused_path
 
 
-def install_guard(tests: list | None = None) -> None:
+def install_guard(tests: list | None = None, running: list | None = None) -> None:
     """Installs the guard in this process (the child, before the program runs) and routes
     ``signal.signal`` and ``_imp.create_builtin`` through it (see :func:`_make_guard`).
 
     Args:
         tests: The list the runner holds to tell the guard that the tests run (kind
             ``unittest``); the other kinds pass none.
+        running: The list that is not empty while the program's code runs (kind ``unittest``:
+            its top level and each call of its entry point); the other kinds pass none (their
+            whole child is the program's).
     """
     import _imp
 
@@ -245,7 +249,7 @@ def install_guard(tests: list | None = None) -> None:
     exec(_CHILD_HELPERS_CODE, helpers)  # noqa: S102 - our own source
     guard = _make_guard(
         BLOCKED_EVENTS, FRAME_ATTRIBUTES, BLOCKED_MODULES, helpers, c_signal.signal, _imp.create_builtin,
-        tests if tests is not None else [],
+        tests if tests is not None else [], running if running is not None else [True],
     )
     wrapper = helpers["make_signal"](sys.audit, signal.getsignal)
     wrapper.__name__ = wrapper.__qualname__ = "signal"

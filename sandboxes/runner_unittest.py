@@ -142,7 +142,7 @@ def child_main(job: dict, nonce: bytes, token: bytes, fds: dict, channels: tuple
         kit["classes_before"] = watch.all_classes(kit)
         with open(program_path, "w", encoding="utf-8") as handle:
             handle.write(job["program"])
-        runner_guard.install_guard(tests_phase)
+        runner_guard.install_guard(tests_phase, kit["program_running"])
     except BaseException as error:  # the runner's own set-up failed: report it, run nothing
         os.write(2, f"sandbox set-up failed: {error!r}\n".encode())
         os._exit(71)
@@ -179,6 +179,7 @@ def _bind_kit(libraries: tuple, tests_phase: list) -> dict:
         "test_case": unittest.TestCase, "case_methods": case_methods, "case_init": unittest.TestCase.__init__,
         "failure": unittest.TestCase.failureException, "builtins": builtins.__dict__,
         "pristine_builtins": dict(builtins.__dict__), "stdout": sys.stdout, "stderr": sys.stderr,
+        "program_running": [], "pop": list.pop,
     }  # fmt: skip
     runner_unittest_watch.bind(kit, libraries, tests_phase)
     return kit
@@ -209,7 +210,11 @@ def _run_all(kit: dict, program: str, program_path: str, token: bytes, test_glob
         namespace = module.__dict__
         namespace.update({"__builtins__": kit["builtins"], "__file__": program_path})
         kit["modules"]["__test__"] = module
-        kit["exec"](kit["compile"](program, program_path, "exec", dont_inherit=True), namespace)
+        kit["append"](kit["program_running"], True)
+        try:
+            kit["exec"](kit["compile"](program, program_path, "exec", dont_inherit=True), namespace)
+        finally:
+            kit["pop"](kit["program_running"])
     except base_exception as error:
         return b"exception", _error_fields(kit, error, "the program's top level raised")
     problem = watch.quiesce(kit) or watch.changed(kit, kit["snapshot"], watch.snapshot(kit, kit["watched"]), kit["watched"])

@@ -71,16 +71,23 @@ def bind(kit: dict, libraries: tuple, tests: list) -> None:
         "real_signal": signal._signal.signal, "getsignal": signal._signal.getsignal,
         "setitimer": signal.setitimer, "timers": (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF),
         "signals": [number for number in signal.valid_signals() if number not in (signal.SIGKILL, signal.SIGSTOP)],
-        "finalizers": weakref.finalize._registry, "finalizers_before": list(map(id, weakref.finalize._registry)),
+        "finalizers": weakref.finalize._registry, "finalizers_before": set(map(id, weakref.finalize._registry)),
         "sys": sys, "asyncgen_hooks": sys.get_asyncgen_hooks,
         "atexit_count": atexit._ncallbacks, "thread_count": _thread._count,
         "libraries": libraries, "tests_phase": tests, "subclasses": type.__dict__["__subclasses__"],
         "mro_of": type.__dict__["__mro__"].__get__, "name_of": type.__dict__["__name__"].__get__,
-        "proxy_keys": type(type.__dict__).keys, "map": map, "zip": zip, "set": set, "frozenset": frozenset,
+        "qualname_of": type.__dict__["__qualname__"].__get__,
+        "globals_of": type(bind).__dict__["__globals__"].__get__, "code_of": type(bind).__dict__["__code__"].__get__,
+        "proxy_keys": type(type.__dict__).keys, "proxy_items": type(type.__dict__).items,
+        "c_slots": (types.WrapperDescriptorType, types.MethodDescriptorType), "module_type": types.ModuleType,
+        "c_callables": (types.BuiltinFunctionType, types.WrapperDescriptorType, types.MethodDescriptorType,
+                        types.MethodWrapperType),
+        "method_type": types.MethodType,
+        "descriptor_types": (property, classmethod, staticmethod, types.MemberDescriptorType, types.GetSetDescriptorType), "map": map, "zip": zip, "set": set, "frozenset": frozenset,
         "tuple": tuple, "join": str.join, "as_text": str.__str__, "hex": bytes.hex, "encode": str.encode,
         "exception_text": BaseException.__str__, "exception_args": BaseException.__dict__["args"].__get__,
         "function": type(bind), "code_replace": type(bind.__code__).replace, "append": list.append,
-        "compile_wrapper": compile(_WRAPPER_SOURCE, "<entry point>", "exec"),
+        "compile_wrapper": _compile_quietly(_WRAPPER_SOURCE, "<entry point>"),
         "mock_any": type(sys.modules["unittest.mock"].ANY), "mock_call": sys.modules["unittest.mock"]._Call,
         "mock_base": sys.modules["unittest.mock"].NonCallableMock,
         "magic_proxy": sys.modules["unittest.mock"].MagicProxy,
@@ -89,6 +96,15 @@ def bind(kit: dict, libraries: tuple, tests: list) -> None:
     kit["signal_baseline"] = {number: kit["getsignal"](number) for number in kit["signals"]}
     kit["hook_baseline"] = [kit["getattr"](sys, name, None) for name in SYS_HOOKS]
     kit["classes_before"] = all_classes(kit)
+
+
+def _compile_quietly(source: str, filename: str) -> Any:
+    """Compiles the wrapper's source, whose calls of string constants are placeholders (no warning)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return compile(source, filename, "exec")
 
 
 def all_classes(kit: dict) -> dict:
@@ -122,25 +138,79 @@ def answering_classes(kit: dict, before: dict) -> str:
     """The name of a class made since ``before`` that answers comparisons itself ("" when none).
 
     Mocks are left out (every mock gets a class of its own with comparison members); the tests
-    make them, and what a returned mock answers is checked by :func:`value_problem`.
+    make them, and what a returned mock answers is checked by :func:`value_problem`. So are
+    members that are a C type's own slots (numpy makes dtype classes as it needs them), and
+    classes a module's own code defined (:func:`library_class`).
     """
     issubclass_, keys, mock_base = kit["issubclass"], kit["proxy_keys"], kit["mock_base"]
     for key, klass in kit["items"](all_classes(kit)):
         if key in before or issubclass_(klass, mock_base):
             continue
-        for member in keys(kit["vars"](klass)):
-            if member in COMPARING_MEMBERS:
+        for member, value in kit["proxy_items"](kit["vars"](klass)):
+            if kit["type"](member) is not str or member not in COMPARING_MEMBERS:
+                continue
+            if kit["type"](value) in kit["c_slots"]:  # an existing C type's own slot: checks its self's type
+                continue
+            if not library_class(kit, klass):
                 return f"{kit['name_of'](klass)}.{member}"
     return ""
+
+
+def library_class(kit: dict, klass: type) -> bool:
+    """Whether ``klass`` was defined by a module's own code (a lazy import's class, say
+    ``email.charset.Charset``): the module's namespace holds it under its qualified name, and
+    its comparison members were compiled from the module's own file, with its namespace as their
+    globals. The namespace is those members' globals, named after the module (a module a test
+    dropped from ``sys.modules`` with ``patch.dict`` and imported again leaves its first
+    classes behind), else the loaded module's. A program that compiles its class under a
+    module's file name and runs it in that module's namespace passes this test (see
+    docs/THREAT_MODEL.md); its objects are still refused where the entry point returns them."""
+    type_, vars_ = kit["type"], kit["vars"]
+    try:
+        members = vars_(klass)
+        module_name = members.get("__module__")
+        if type_(module_name) is not str or module_name in ("__test__", "__main__"):
+            return False
+        functions = [value for name, value in kit["proxy_items"](members)
+                     if type_(name) is str and name in COMPARING_MEMBERS and type_(value) is kit["function"]]
+        if functions:  # the module's namespace they were defined in, imported again or not
+            namespace = kit["globals_of"](functions[0])
+            defined_in = namespace.get("__name__")
+            if type_(defined_in) is not str or not (defined_in == module_name or defined_in.startswith(module_name + ".")):
+                return False  # (a package may name its submodules' classes after itself: numpy's set_module)
+        else:
+            module = kit["modules"].get(module_name)
+            if module is None:
+                return False
+            namespace = vars_(module)
+        found = namespace
+        for part in kit["str"].split(kit["as_text"](kit["qualname_of"](klass)), "."):
+            found = (found if type_(found) is dict else vars_(found)).get(part)
+        if found is not klass and type_(found) is not klass:  # or the module's one instance of it
+            return False
+        source = namespace.get("__file__")
+        for function in functions:  # defined by the module's own file, not code run in its namespace
+            if kit["globals_of"](function) is not namespace or kit["code_of"](function).co_filename != source:
+                return False
+    except kit["base_exception"]:  # noqa: BLE001 - not resolvable: not a library's
+        return False
+    return True
 
 
 #: How a namespace is watched: every name, none new (a class); callables, new ones allowed (a
 #: module, whose data is library state); every name, new ones allowed (the tests' globals).
 STRICT, CALLABLES, VALUES = "strict", "callables", "values"
+#: A library's class: its behaviour (callables, descriptors, :data:`BEHAVING_DATA`) keeps its
+#: identity and it gains none; its other data (class-level state, caches) may change.
+CLASS = "class"
+#: Class data that changes how objects compare or convert (other data, ``__slotnames__`` that
+#: copyreg adds, caches, is state).
+BEHAVING_DATA = frozenset({"__hash__", "__array_priority__", "__array_interface__", "__array_struct__", "__slots__"})
 
 
 def namespaces(kit: dict, deep: bool) -> list:
-    """The watched namespaces: ``(label, mapping, mode)`` (:data:`STRICT`, :data:`CALLABLES`, :data:`VALUES`).
+    """The watched namespaces: ``(label, mapping, mode)`` (:data:`STRICT`, :data:`CALLABLES`,
+    :data:`VALUES`, :data:`CLASS`).
 
     ``deep``: every loaded module of the task's libraries; else (around each call, which must
     stay cheap) only their top-level modules and the modules whose name says ``testing``.
@@ -155,20 +225,23 @@ def namespaces(kit: dict, deep: bool) -> list:
         if not (name in WATCHED_MODULES or library or name == "sys"):
             continue
         module = modules.get(name)
-        if module is None:
+        if not kit["issubclass"](type_(module), kit["module_type"]):  # None, or an object a library put there
             continue
         namespace = vars_(module)
+        if type_(namespace) is not dict:
+            continue
         found.append((name, namespace, CALLABLES))
         if name == "builtins":
             continue
         for attribute, value in kit["items"](namespace):
             # A package's own classes, where they are exported too (pandas.DataFrame is
             # pandas.core.frame's): watched once, under the first module that shows them.
-            if isinstance_(value, type_) and kit["id"](value) not in classes_seen:
+            if kit["issubclass"](type_(value), type_) and kit["id"](value) not in classes_seen:  # no __class__ asked
                 owner = kit["getattr"](value, "__module__", "")
                 if kit["type"](owner) is str and owner.partition(".")[0] == top:
                     classes_seen.add(kit["id"](value))
-                    found.append((name + "." + attribute, vars_(value), STRICT))
+                    mode = STRICT if name in WATCHED_MODULES else CLASS
+                    found.append((name + "." + attribute, vars_(value), mode))
     return found
 
 
@@ -188,6 +261,10 @@ def snapshot(kit: dict, watched: list) -> dict:
         else:
             if mode == CALLABLES:
                 seen[label] = {key: id_(value) for key, value in kit["items"](namespace) if callable_(value)}
+            elif mode == CLASS:
+                descriptors = kit["descriptor_types"]
+                seen[label] = {key: id_(value) for key, value in kit["proxy_items"](namespace)
+                               if callable_(value) or type_(value) in descriptors or key in BEHAVING_DATA}
             else:
                 seen[label] = dict_(zip_(namespace, map_(id_, namespace.values())))
     seen["sys.modules"] = {label: id_(kit["modules"].get(label)) for label, _namespace, mode in watched if mode == CALLABLES}
@@ -198,7 +275,7 @@ def changed(kit: dict, base: dict, now: dict, watched: list) -> str:
     """The first watched name whose value changed, or that a strict namespace gained ("" when none)."""
     if now == base:
         return ""
-    strict = {label for label, _namespace, mode in watched if mode == STRICT}
+    strict = {label for label, _namespace, mode in watched if mode == STRICT or mode == CLASS}
     for label, names in kit["items"](base):
         current = now.get(label)
         if current is None:
@@ -207,7 +284,9 @@ def changed(kit: dict, base: dict, now: dict, watched: list) -> str:
             if current.get(key) != value:
                 return f"{label}.{key}"
         if label in strict and kit["len"](current) != kit["len"](names):
-            return f"{label} (a new member)"
+            for key in current:
+                if key not in names:
+                    return f"{label}.{key} (a new member)"
     return ""
 
 
@@ -243,8 +322,9 @@ def idle_problem(kit: dict) -> str:
     for now, before in kit["zip"](callbacks, baseline):
         if now is not before:
             return "the program replaced a garbage-collector callback"
-    if kit["list"](kit["map"](kit["id"], kit["finalizers"])) != kit["finalizers_before"]:
-        return "the program registered a weakref.finalize"
+    for finalizer, info in kit["items"](kit["finalizers"]):
+        if kit["id"](finalizer) not in kit["finalizers_before"] and programs_code(kit, info.func):
+            return "the program registered a weakref.finalize"
     for number, handler in kit["items"](kit["signal_baseline"]):
         if kit["getsignal"](number) is not handler:
             return f"the program installed a handler for signal {number}"
@@ -259,6 +339,17 @@ def idle_problem(kit: dict) -> str:
         if hook is not None:
             return "the program set asynchronous-generator hooks"
     return ""
+
+
+def programs_code(kit: dict, function: Any) -> bool:
+    """Whether ``function`` runs the program's code: a Python function (or a method of one)
+    whose globals are not a loaded module's namespace (libraries register finalizers of their own)."""
+    function = kit["getattr"](function, "__func__", function) if kit["type"](function) is kit["method_type"] else function
+    if kit["type"](function) is not kit["function"]:
+        return kit["type"](function) not in kit["c_callables"]
+    name = kit["globals_of"](function).get("__name__")
+    module = kit["modules"].get(name) if kit["type"](name) is str else None
+    return module is None or kit["vars"](module) is not kit["globals_of"](function) or name in ("__test__", "__main__")
 
 
 def value_problem(kit: dict, value: Any) -> str:
@@ -312,9 +403,12 @@ def make_entry_point(kit: dict, target: Any, watched: list, violations: list) ->
     nothing: list = []
 
     def enter() -> dict:
-        return snapshot(kit, watched)
+        before = snapshot(kit, watched)
+        kit["append"](kit["program_running"], True)
+        return before
 
     def leave(before: dict, result: Any) -> None:
+        kit["pop"](kit["program_running"])
         problem = changed(kit, before, snapshot(kit, watched), watched)
         problem = problem and f"{problem} changed during a call of the entry point"
         problem = problem or idle_problem(kit)
