@@ -231,7 +231,13 @@ def _make_path_check(realpath: Any, fspath: Any) -> Any:
     return refused_path
 
 
-def install_guard(tests: list | None = None, running: list | None = None) -> None:
+#: Events allowed again where the real ``ctypes`` is loaded for the task's libraries (unverified
+#: BigCodeBench tasks): it already reads raw memory, and scikit-learn's threadpoolctl loads the
+#: BLAS and OpenMP libraries by name.
+REAL_CTYPES_EVENTS = frozenset({"ctypes.dlopen", "ctypes.dlsym"})
+
+
+def install_guard(tests: list | None = None, running: list | None = None, real_ctypes: bool = False) -> None:
     """Installs the guard in this process (the child, before the program runs) and routes
     ``signal.signal`` and ``_imp.create_builtin`` through it (see :func:`_make_guard`).
 
@@ -241,14 +247,17 @@ def install_guard(tests: list | None = None, running: list | None = None) -> Non
         running: The list that is not empty while the program's code runs (kind ``unittest``:
             its top level and each call of its entry point); the other kinds pass none (their
             whole child is the program's).
+        real_ctypes: The task's libraries loaded the real ``ctypes``: :data:`REAL_CTYPES_EVENTS`
+            are allowed (the task is unverified anyway: docs/THREAT_MODEL.md).
     """
     import _imp
 
     c_signal = signal._signal  # the C module object that signal.py and sys.modules share
     helpers: dict = {"__builtins__": __builtins__}
     exec(_CHILD_HELPERS_CODE, helpers)  # noqa: S102 - our own source
+    blocked = BLOCKED_EVENTS - REAL_CTYPES_EVENTS if real_ctypes else BLOCKED_EVENTS
     guard = _make_guard(
-        BLOCKED_EVENTS, FRAME_ATTRIBUTES, BLOCKED_MODULES, helpers, c_signal.signal, _imp.create_builtin,
+        blocked, FRAME_ATTRIBUTES, BLOCKED_MODULES, helpers, c_signal.signal, _imp.create_builtin,
         tests if tests is not None else [], running if running is not None else [True],
     )
     wrapper = helpers["make_signal"](sys.audit, signal.getsignal)

@@ -142,7 +142,7 @@ def child_main(job: dict, nonce: bytes, token: bytes, fds: dict, channels: tuple
         kit["classes_before"] = watch.all_classes(kit)
         with open(program_path, "w", encoding="utf-8") as handle:
             handle.write(job["program"])
-        runner_guard.install_guard(tests_phase, kit["program_running"])
+        runner_guard.install_guard(tests_phase, kit["program_running"], real_ctypes=bool(job.get("real_ctypes")))
     except BaseException as error:  # the runner's own set-up failed: report it, run nothing
         os.write(2, f"sandbox set-up failed: {error!r}\n".encode())
         os._exit(71)
