@@ -27,8 +27,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the sandbox, runner.load_payload binds these names (the payload imports only the stdlib)
-    from conductor_env.sandboxes import (runner, runner_child, runner_guard, runner_jobs, runner_unittest_libs,
-                                         runner_unittest_watch, runner_watch)
+    from conductor_env.sandboxes import (runner, runner_child, runner_guard, runner_jobs, runner_unittest_classes,
+                                         runner_unittest_libs, runner_unittest_watch, runner_watch)
 
 #: Characters of a failing test's message kept in the record.
 MESSAGE_CHARS = 300
@@ -139,7 +139,7 @@ def child_main(job: dict, nonce: bytes, token: bytes, fds: dict, channels: tuple
         kit["watched"] = watch.namespaces(kit, deep=True)
         kit["watched_calls"] = watch.namespaces(kit, deep=False)
         kit["snapshot"] = watch.snapshot(kit, kit["watched"])
-        kit["classes_before"] = watch.all_classes(kit)
+        kit["classes_before"] = runner_unittest_classes.all_classes(kit)
         with open(program_path, "w", encoding="utf-8") as handle:
             handle.write(job["program"])
         runner_guard.install_guard(tests_phase, kit["program_running"], real_ctypes=bool(job.get("real_ctypes")))
@@ -218,7 +218,7 @@ def _run_all(kit: dict, program: str, program_path: str, token: bytes, test_glob
     except base_exception as error:
         return b"exception", _error_fields(kit, error, "the program's top level raised")
     problem = watch.quiesce(kit) or watch.changed(kit, kit["snapshot"], watch.snapshot(kit, kit["watched"]), kit["watched"])
-    problem = problem or watch.answering_classes(kit, kit["classes_before"])
+    problem = problem or runner_unittest_classes.answering_classes(kit, kit["classes_before"])
     if problem:
         return b"exception", {b"type": "Tampering", b"message": f"the program changed {problem}"[:MESSAGE_CHARS]}
     target = namespace.get(entry_point)
@@ -265,7 +265,7 @@ def _capture(kit: dict, cases: Any, test_globals: dict) -> dict:
         "below": below, "own_init": own_init, "init": cases.__init__ if own_init else kit["case_init"],
         "set_up": getattr_(cases, "setUp"), "tear_down": getattr_(cases, "tearDown"),
         "set_up_class": getattr_(cases, "setUpClass"), "tear_down_class": getattr_(cases, "tearDownClass"),
-        "watched": watched, "classes": runner_unittest_watch.all_classes(kit),
+        "watched": watched, "classes": runner_unittest_classes.all_classes(kit),
     }  # fmt: skip
 
 
@@ -311,7 +311,7 @@ def _run_cases(kit: dict, suite: dict, violations: list) -> list:
     def problem_now() -> str:
         problem = watch.changed(kit, base, watch.snapshot(kit, watched), watched)
         problem = problem and f"{problem} changed"
-        return problem or watch.idle_problem(kit) or watch.answering_classes(kit, suite["classes"])
+        return problem or watch.idle_problem(kit) or runner_unittest_classes.answering_classes(kit, suite["classes"])
 
     for name in names:
         problem = problem_now()
