@@ -76,12 +76,13 @@ def answering_classes(kit: dict, before: dict) -> str:
 
 def library_class(kit: dict, klass: type) -> bool:
     """Whether ``klass`` was defined by a module's own code (a lazy import's class, say
-    ``email.charset.Charset``): the module's namespace holds it under its qualified name, and
-    its comparison members were compiled from the module's own file, with its namespace as their
-    globals. The namespace is those members' globals, named after the module (a module a test
-    dropped from ``sys.modules`` with ``patch.dict`` and imported again leaves its first
-    classes behind), else the loaded module's. A program that compiles its class under a
-    module's file name and runs it in that module's namespace passes this test (see
+    ``email.charset.Charset``): the module named by its ``__module__`` holds it under its
+    qualified name, and each of its comparison members that is a Python function was compiled
+    from the file of the module whose namespace is its globals (``functools.total_ordering``
+    adds functools' own). The namespace searched is that of the member defined in the class's
+    module (a module a test dropped from ``sys.modules`` with ``patch.dict`` and imported again
+    leaves its first classes behind), else the loaded module's. A program that compiles its class
+    under a module's file name and runs it in that module's namespace passes this test (see
     docs/THREAT_MODEL.md); its objects are still refused where the entry point returns them."""
     type_, vars_ = kit["type"], kit["vars"]
     try:
@@ -91,12 +92,17 @@ def library_class(kit: dict, klass: type) -> bool:
             return False
         functions = [value for name, value in kit["proxy_items"](members)
                      if type_(name) is str and name in COMPARING_MEMBERS and type_(value) is kit["function"]]
-        if functions:  # the module's namespace they were defined in, imported again or not
-            namespace = kit["globals_of"](functions[0])
-            defined_in = namespace.get("__name__")
-            if type_(defined_in) is not str or not (defined_in == module_name or defined_in.startswith(module_name + ".")):
-                return False  # (a package may name its submodules' classes after itself: numpy's set_module)
-        else:
+        namespace = None
+        for function in functions:
+            globals_ = kit["globals_of"](function)
+            defined_in = globals_.get("__name__")
+            if type_(defined_in) is not str or defined_in in ("__test__", "__main__"):
+                return False
+            if kit["code_of"](function).co_filename != globals_.get("__file__"):
+                return False  # code run in a module's namespace, not compiled from its file
+            if defined_in == module_name or defined_in.startswith(module_name + "."):  # numpy's set_module
+                namespace = globals_
+        if namespace is None:
             module = kit["modules"].get(module_name)
             if module is None:
                 return False
@@ -104,15 +110,9 @@ def library_class(kit: dict, klass: type) -> bool:
         found = namespace
         for part in kit["str"].split(kit["as_text"](kit["qualname_of"](klass)), "."):
             found = (found if type_(found) is dict else vars_(found)).get(part)
-        if found is not klass and type_(found) is not klass:  # or the module's one instance of it
-            return False
-        source = namespace.get("__file__")
-        for function in functions:  # defined by the module's own file, not code run in its namespace
-            if kit["globals_of"](function) is not namespace or kit["code_of"](function).co_filename != source:
-                return False
+        return found is klass or type_(found) is klass  # or the module's one instance of it
     except kit["base_exception"]:  # noqa: BLE001 - not resolvable: not a library's
         return False
-    return True
 
 
 def programs_code(kit: dict, function: Any) -> bool:
