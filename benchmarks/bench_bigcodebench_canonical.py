@@ -9,7 +9,8 @@ in the HF schema; never copied into the project).
     nice -n 10 python benchmarks/bench_bigcodebench_canonical.py \\
         --data /work/shared/data/bigcodebench_v0.1.0_hf.jsonl.gz --concurrency 2
 
-Writes benchmarks/results/bigcodebench_canonical.json (per-task verdicts and reasons).
+With ``--out PATH``, writes the per-task verdicts and reasons there (the recorded run is
+benchmarks/results/bigcodebench_canonical.json).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from pathlib import Path
 from conductor_env.suite import VerifierError
 from conductor_env.tasks.suites.bigcodebench import DEFAULT_LIMITS, BigCodeBenchSuite, default_sandbox
 
-HERE = Path(__file__).resolve().parent
 #: Failure causes, first match wins (patterns over the verifier's reason).
 CAUSES = (
     ("infrastructure (not scored)", re.compile(r"^infrastructure: ")),
@@ -34,7 +34,9 @@ CAUSES = (
     ("network", re.compile(r"name resolution|Network is unreachable|ConnectionError|URLError|Max retries|"
                            r"gaierror|getaddrinfo|Connection refused", re.I)),
     ("timeout", re.compile(r"\btimeout\b|time limit", re.I)),
-    ("sandbox policy", re.compile(r"not available in the sandbox|Tampering|changed during|left threads")),
+    ("watch (reported as tampering)", re.compile(r"tampered|Tampering|the program changed|changed during|left threads|"
+                                                r"registered a weakref|installed a handler|replaced sys\.")),
+    ("sandbox policy", re.compile(r"not available in the sandbox")),
     ("memory", re.compile(r"MemoryError|\bmemory\b", re.I)),
     ("library version difference", re.compile(r"AssertionError|AttributeError|TypeError|ValueError|KeyError|"
                                               r"FutureWarning|DeprecationWarning|unexpected keyword")),
@@ -55,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", default="/work/shared/data/bigcodebench_v0.1.0_hf.jsonl.gz")
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--limit", type=int, default=None, help="only the first N tasks")
-    parser.add_argument("--out", default=str(HERE / "results" / "bigcodebench_canonical.json"))
+    parser.add_argument("--out", default=None, help="also write the per-task results here (e.g. benchmarks/results/)")
     args = parser.parse_args(argv)
     sandbox = default_sandbox(pool_size=args.concurrency)
     suite = BigCodeBenchSuite(data_files=args.data, sandbox=sandbox, limits=DEFAULT_LIMITS)
@@ -92,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         "concurrency": args.concurrency,
         "failures": [{"task_id": task, "cause": cause, "reason": reason} for task, reason, cause in failures],
     }
-    Path(args.out).write_text(json.dumps(summary, indent=1) + "\n")
+    if args.out is not None:
+        Path(args.out).write_text(json.dumps(summary, indent=1) + "\n")
     print(f"passed {passed}/{len(rows)} ({100 * summary['pass_share']:.1f}%) in {summary['wall_s']}s")
     for cause, count in groups.most_common():
         print(f"  {cause}: {count}")
