@@ -37,6 +37,8 @@ BLOCKED_EVENTS = frozenset(
 )
 #: Attributes whose read hands out a frame.
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+#: Events about functions' attributes and code that the guard looks into (:func:`_make_function_check`).
+FUNCTION_EVENTS = ("object.__getattr__", "object.__setattr__", "object.__delattr__", "compile", "code.__new__")
 #: Function attributes that may not be replaced: a new ``__code__`` or new defaults change what
 #: a function the grader holds does, without changing its identity (which is what is checked).
 FROZEN_FUNCTION_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
@@ -91,15 +93,15 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
     isinstance, callable, int, len, str, bytes = _BUILTINS  # noqa: A001
     ValueError, ImportError, PermissionError, TypeError = _ERRORS  # noqa: A001
     make_frameless = helpers["make_frameless"]
-    function_events = ("object.__getattr__", "object.__setattr__", "object.__delattr__")
-    refused_function_access = _make_function_check(frame_attributes, tests, _make_library_check(sys.modules), running)
+    refused_function_access = _make_function_check(frame_attributes, tests, _make_library_check(sys.modules), running,
+                                                   _make_forgery_check(sys.modules))
     text, realpath, fspath = str.__str__, os.path.realpath, os.fspath
     refused_path = _make_path_check(realpath, fspath)
 
     def guard(event: str, args: tuple) -> None:
         if event in blocked_events:
             raise ValueError(f"{event} is not available in the sandbox")
-        if event in function_events:
+        if event in FUNCTION_EVENTS:
             refused = refused_function_access(event, args)
             if refused:
                 raise ValueError(refused)
@@ -143,19 +145,23 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
     return guard
 
 
-def _make_function_check(frame_attributes: frozenset, tests: list, library_function: Any, running: list) -> Any:
+def _make_function_check(frame_attributes: frozenset, tests: list, library_function: Any, running: list,
+                         forged_file: Any) -> Any:
     """Returns the guard's test for attribute events: why a read or a replacement is refused ("" when allowed).
 
     Refused: reading a frame attribute; reading ``__code__`` of a function in ``tests`` (the
     runner's wrappers); while the program's code runs (``running`` not empty: always for the
     kinds other than ``unittest``), replacing any function's ``__code__``, or the defaults of a
-    loaded module's function (``library_function``). Test code may (pyfakefs does).
+    loaded module's function (``library_function``), or compiling code under a loaded module's
+    file name (``forged_file``). Test code may (pyfakefs does).
     """
     len, frozen = _BUILTINS[3], FROZEN_FUNCTION_ATTRIBUTES
 
     def refused_function_access(event: str, args: tuple) -> str:
         if len(args) < 2:
             return ""
+        if event == "compile" or event == "code.__new__":
+            return forged_file(event, args) if running else ""
         name = args[1]
         if event == "object.__getattr__":
             if name in frame_attributes:
@@ -170,6 +176,31 @@ def _make_function_check(frame_attributes: frozenset, tests: list, library_funct
         return ""
 
     return refused_function_access
+
+
+def _make_forgery_check(modules: dict) -> Any:
+    """Returns the guard's test for code compiled under a loaded module's file name (``compile``,
+    ``code.__new__``/``code.replace``): why it is refused ("" when allowed). A module whose
+    namespace already holds names is not being imported: code compiled under its file now would
+    pass for the module's own (docs/THREAT_MODEL.md, "BigCodeBench")."""
+    module_dict, str_type, base_exception = type(sys).__dict__["__dict__"].__get__, str, BaseException
+    values, get = dict.values, dict.get
+
+    def forged_file(event: str, args: tuple) -> str:
+        if event not in ("compile", "code.__new__") or len(args) < 2 or type(args[1]) is not str_type:  # noqa: E721
+            return ""
+        for module in list(values(modules)):
+            try:
+                namespace = module_dict(module)
+                if get(namespace, "__file__") == args[1]:
+                    for name in namespace:
+                        if type(name) is str_type and not name.startswith("__"):  # noqa: E721
+                            return f"compiling code as {args[1]} is not available in the sandbox"
+            except base_exception:  # noqa: BLE001, S112 - not a module
+                continue
+        return ""
+
+    return forged_file
 
 
 def _make_library_check(modules: dict) -> Any:

@@ -136,13 +136,14 @@ def child_main(job: dict, nonce: bytes, token: bytes, fds: dict, channels: tuple
         kit = _bind_kit(libraries, tests_phase)
         program_path = os.path.join(workdir, "main.py")
         test_globals = _test_globals(kit, job.get("prelude") or "", program_path)
+        with open(program_path, "w", encoding="utf-8") as handle:
+            handle.write(job["program"])
+        runner_guard.install_guard(tests_phase, kit["program_running"], real_ctypes=bool(job.get("real_ctypes")))
+        # The baseline after the guard, which replaces signal.signal and _imp.create_builtin.
         kit["watched"] = watch.namespaces(kit, deep=True)
         kit["watched_calls"] = watch.namespaces(kit, deep=False)
         kit["snapshot"] = watch.snapshot(kit, kit["watched"])
         kit["classes_before"] = runner_unittest_classes.all_classes(kit)
-        with open(program_path, "w", encoding="utf-8") as handle:
-            handle.write(job["program"])
-        runner_guard.install_guard(tests_phase, kit["program_running"], real_ctypes=bool(job.get("real_ctypes")))
     except BaseException as error:  # the runner's own set-up failed: report it, run nothing
         os.write(2, f"sandbox set-up failed: {error!r}\n".encode())
         os._exit(71)
@@ -253,8 +254,10 @@ def _capture(kit: dict, cases: Any, test_globals: dict) -> dict:
                           if name.startswith("test") and callable_(getattr_(cases, name, None)))
     mro = cases.__mro__
     below = mro[: kit["index"](mro, kit["test_case"])]
-    own = [("tests." + klass.__name__, vars_(klass), runner_unittest_watch.STRICT) for klass in below]
-    own.append(("tests", test_globals, runner_unittest_watch.VALUES))
+    # The tests' classes keep what they hold (new names are the tests' own, set in setUpClass);
+    # their module's callables keep their identity (its data is the tests' to rebind).
+    own = [("tests." + klass.__name__, vars_(klass), runner_unittest_watch.VALUES) for klass in below]
+    own.append(("tests", test_globals, runner_unittest_watch.CALLABLES))
     watched = kit["list"](kit["watched"]) + own
     kit["watched_calls"].extend(own)  # the entry point's wrapper watches them around every call too
     own_init = False
@@ -300,13 +303,13 @@ def _run_cases(kit: dict, suite: dict, violations: list) -> list:
     watch = runner_unittest_watch
     base_exception, names, watched = kit["base_exception"], suite["names"], suite["watched"]
     kit["tests_phase"].append(True)  # the guard refuses signal handlers from now on
-    base = watch.snapshot(kit, watched)
     results = []
     try:
         suite["set_up_class"]()
     except base_exception as error:
         message = _error_fields(kit, error, "setUpClass failed")[b"message"]
         return [[name, "error", message] for name in names]
+    base = watch.snapshot(kit, watched)  # after setUpClass, which may set class attributes
 
     def problem_now() -> str:
         problem = watch.changed(kit, base, watch.snapshot(kit, watched), watched)

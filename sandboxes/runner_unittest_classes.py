@@ -4,8 +4,7 @@ Shipped into the sandbox as part of the runner's payload (:mod:`conductor_env.sa
 :mod:`~conductor_env.sandboxes.runner_unittest_watch` uses it. Why: docs/THREAT_MODEL.md
 ("BigCodeBench"). A class the program makes may not answer comparisons itself
 (:func:`answering_classes`), and a value its entry point returns may not hold one of its objects
-that would, nor ``mock.ANY``, nor a generator whose code would run outside the checked call
-(:func:`value_problem`).
+that would, nor ``mock.ANY`` (:func:`value_problem`).
 """
 
 from __future__ import annotations
@@ -74,16 +73,15 @@ def answering_classes(kit: dict, before: dict) -> str:
     return ""
 
 
-def library_class(kit: dict, klass: type) -> bool:
+def library_class(kit: dict, klass: type, checked: frozenset = COMPARING_MEMBERS) -> bool:
     """Whether ``klass`` was defined by a module's own code (a lazy import's class, say
-    ``email.charset.Charset``): the module named by its ``__module__`` holds it under its
-    qualified name, and each of its comparison members that is a Python function was compiled
-    from the file of the module whose namespace is its globals (``functools.total_ordering``
-    adds functools' own). The namespace searched is that of the member defined in the class's
-    module (a module a test dropped from ``sys.modules`` with ``patch.dict`` and imported again
-    leaves its first classes behind), else the loaded module's. A program that compiles its class
-    under a module's file name and runs it in that module's namespace passes this test (see
-    docs/THREAT_MODEL.md); its objects are still refused where the entry point returns them."""
+    ``email.charset.Charset``): each of its ``checked`` members that is a Python function was
+    compiled from the file of the module whose namespace is its globals (``functools.total_ordering``
+    adds functools' own; a dataclass's are compiled from text), and one of them belongs to the
+    class's module (a package may name its submodules' classes after itself: numpy's
+    ``set_module``). A class with no such function must be held by its module under its
+    qualified name. A program that compiles its class under a module's file name and runs it in
+    that module's namespace passes this test (see docs/THREAT_MODEL.md)."""
     type_, vars_ = kit["type"], kit["vars"]
     try:
         members = vars_(klass)
@@ -91,23 +89,24 @@ def library_class(kit: dict, klass: type) -> bool:
         if type_(module_name) is not str or module_name in ("__test__", "__main__"):
             return False
         functions = [value for name, value in kit["proxy_items"](members)
-                     if type_(name) is str and name in COMPARING_MEMBERS and type_(value) is kit["function"]]
-        namespace = None
+                     if type_(name) is str and name in checked and type_(value) is kit["function"]]
+        generated = "__dataclass_fields__" in members  # dataclasses compile their methods from text
+        own_module = False
         for function in functions:
             globals_ = kit["globals_of"](function)
             defined_in = globals_.get("__name__")
             if type_(defined_in) is not str or defined_in in ("__test__", "__main__"):
                 return False
-            if kit["code_of"](function).co_filename != globals_.get("__file__"):
+            filename = kit["code_of"](function).co_filename
+            if filename != globals_.get("__file__") and not (generated and filename == "<string>"):
                 return False  # code run in a module's namespace, not compiled from its file
-            if defined_in == module_name or defined_in.startswith(module_name + "."):  # numpy's set_module
-                namespace = globals_
-        if namespace is None:
-            module = kit["modules"].get(module_name)
-            if module is None:
-                return False
-            namespace = vars_(module)
-        found = namespace
+            own_module = own_module or defined_in == module_name or defined_in.startswith(module_name + ".")
+        if functions:  # a C accelerator may shadow the class's name in its module (ElementTree)
+            return own_module
+        module = kit["modules"].get(module_name)
+        if module is None:
+            return False
+        found = vars_(module)
         for part in kit["str"].split(kit["as_text"](kit["qualname_of"](klass)), "."):
             found = (found if type_(found) is dict else vars_(found)).get(part)
         return found is klass or type_(found) is klass  # or the module's one instance of it
@@ -131,8 +130,8 @@ def value_problem(kit: dict, value: Any) -> str:
 
     Walks builtin containers (exact types) and refuses objects that answer comparisons for
     themselves: instances of classes the program made with such members, ``mock.ANY``, mock
-    calls, and mocks whose comparison members were replaced; and generators and coroutines,
-    whose code would run when the tests iterate them, outside the checked call.
+    calls, and mocks whose comparison members were replaced. (A generator it returns runs its
+    code when the tests iterate it, outside the checked call: see docs/THREAT_MODEL.md.)
     """
     type_, before, mro_of = kit["type"], kit["classes_before"], kit["mro_of"]
     pending, seen = [value], 0
@@ -150,16 +149,14 @@ def value_problem(kit: dict, value: Any) -> str:
             continue
         if kind is kit["mock_any"] or kind is kit["mock_call"]:
             return "it returned unittest.mock.ANY or a mock call, which equal anything"
-        if kind in kit["lazy_code"]:
-            return "it returned a generator or coroutine, whose code would run outside the checked call"
         for klass in mro_of(kind):
             members = kit["vars"](klass)
             if kit["issubclass"](klass, kit["mock_base"]):
                 for member in ("__eq__", "__ne__"):
                     if member in members and type_(members[member]) is not kit["magic_proxy"]:
                         return f"it returned a mock whose {member} was replaced"
-            elif kit["id"](klass) not in before:
+            elif kit["id"](klass) not in before and not library_class(kit, klass, ANSWERING_MEMBERS):
                 for member in kit["proxy_keys"](members):
-                    if member in ANSWERING_MEMBERS:
+                    if type_(member) is str and member in ANSWERING_MEMBERS:
                         return f"it returned an object of its own class {kit['name_of'](klass)} with {member}"
     return ""

@@ -85,7 +85,6 @@ def bind(kit: dict, libraries: tuple, tests: list) -> None:
         "mock_any": type(sys.modules["unittest.mock"].ANY), "mock_call": sys.modules["unittest.mock"]._Call,
         "mock_base": sys.modules["unittest.mock"].NonCallableMock,
         "magic_proxy": sys.modules["unittest.mock"].MagicProxy,
-        "lazy_code": (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType),
     })  # fmt: skip
     kit["signal_baseline"] = {number: kit["getsignal"](number) for number in kit["signals"]}
     kit["hook_baseline"] = [kit["getattr"](sys, name, None) for name in SYS_HOOKS]

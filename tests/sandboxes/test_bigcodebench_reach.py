@@ -119,7 +119,7 @@ HOSTILE = {
     "    m.__eq__ = lambda self, other: True\n    return m if words else None\n",
     "return_mock_eq_return_value": "from unittest import mock\ndef task_func(words):\n    m = mock.MagicMock()\n"
     "    m.__eq__.return_value = True\n    return m if words else None\n",
-    "return_generator": "def task_func(words):\n    yield 'zzz'\n",
+
     "rebind_entry_point_in_tests_globals": "import unittest\n_calls = []\ndef task_func(words):\n"
     "    for case in unittest.TestCase.__subclasses__():\n        for name, value in vars(case).items():\n"
     "            if name.startswith('test'):\n                value.__globals__['task_func'] = lambda w: 'a' if w else None\n"
