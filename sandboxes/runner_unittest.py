@@ -179,7 +179,7 @@ def _bind_kit(libraries: tuple, tests_phase: list) -> dict:
         "new": object.__new__, "index": tuple.index, "function_type": types.FunctionType,
         "test_case": unittest.TestCase, "case_methods": case_methods, "case_init": unittest.TestCase.__init__,
         "failure": unittest.TestCase.failureException, "builtins": builtins.__dict__,
-        "pristine_builtins": dict(builtins.__dict__), "stdout": sys.stdout, "stderr": sys.stderr,
+        "stdout": sys.stdout, "stderr": sys.stderr,
         "program_running": [], "pop": list.pop,
     }  # fmt: skip
     runner_unittest_watch.bind(kit, libraries, tests_phase)
@@ -187,13 +187,14 @@ def _bind_kit(libraries: tuple, tests_phase: list) -> dict:
 
 
 def _test_globals(kit: dict, prelude: str, program_path: str) -> dict:
-    """The tests' own globals, made before the program runs: a copy of ``builtins`` and the task's
-    prelude (the imports and constants of its ``code_prompt``, from the row).
+    """The tests' own globals, made before the program runs: ``builtins`` (watched; the tests
+    patch it: ``patch("builtins.open")``) and the task's prelude (the imports and constants of
+    its ``code_prompt``, from the row).
 
     BigCodeBench runs the program and the tests in one module, and the tests use the prompt's
     imports; here they get them from the prompt, never from what the program bound.
     """
-    namespace = {"__builtins__": kit["pristine_builtins"], "__name__": "__test__", "__file__": program_path}
+    namespace = {"__builtins__": kit["builtins"], "__name__": "__test__", "__file__": program_path}
     try:
         kit["exec"](kit["compile"](prelude, "<prelude>", "exec", dont_inherit=True), namespace)
     except BaseException:  # noqa: BLE001, S110 - the program runs the same lines and meets the same error
@@ -314,7 +315,9 @@ def _run_cases(kit: dict, suite: dict, violations: list) -> list:
     def problem_now() -> str:
         problem = watch.changed(kit, base, watch.snapshot(kit, watched), watched)
         problem = problem and f"{problem} changed"
-        return problem or watch.idle_problem(kit) or runner_unittest_classes.answering_classes(kit, suite["classes"])
+        # Threads are not counted here: the tests start their own (servers, clients); the
+        # entry point's wrapper refuses those the program leaves behind a call.
+        return problem or watch.idle_problem(kit, threads=False) or runner_unittest_classes.answering_classes(kit, suite["classes"])
 
     for name in names:
         problem = problem_now()

@@ -213,9 +213,10 @@ def quiesce(kit: dict) -> str:
     return idle_problem(kit)
 
 
-def idle_problem(kit: dict) -> str:
-    """What of the program's could run between test calls ("" when nothing)."""
-    if kit["thread_count"]() != 0:
+def idle_problem(kit: dict, threads: bool = True) -> str:
+    """What of the program's could run between test calls ("" when nothing); ``threads``: any
+    thread alive counts (after the top level, when no test has started one)."""
+    if threads and kit["thread_count"]() != 0:
         return "the program left threads running"
     if kit["gc_isenabled"]():
         return "the program turned automatic garbage collection back on"
@@ -255,16 +256,18 @@ def make_entry_point(kit: dict, target: Any, watched: list, violations: list) ->
     """
     nothing: list = []
 
-    def enter() -> dict:
-        before = snapshot(kit, watched)
+    def enter() -> tuple:
+        before = snapshot(kit, watched), kit["thread_count"]()
         kit["append"](kit["program_running"], True)
         return before
 
-    def leave(before: dict, result: Any) -> None:
+    def leave(before: tuple, result: Any) -> None:
         kit["pop"](kit["program_running"])
-        problem = changed(kit, before, snapshot(kit, watched), watched)
+        problem = changed(kit, before[0], snapshot(kit, watched), watched)
         problem = problem and f"{problem} changed during a call of the entry point"
-        problem = problem or idle_problem(kit)
+        if not problem and kit["thread_count"]() > before[1]:
+            problem = "the program left threads running after a call"
+        problem = problem or idle_problem(kit, threads=False)
         if not problem and result is not nothing:
             problem = runner_unittest_classes.value_problem(kit, result)
         if problem:
