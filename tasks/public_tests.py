@@ -55,6 +55,7 @@ UNVERIFIED_OPT_IN = "allow_unverified"
 
 _EXAMPLES_SHOWN = 3
 _warned: "weakref.WeakSet[TaskSuite]" = weakref.WeakSet()
+_warned_unverified: "weakref.WeakSet[TaskSuite]" = weakref.WeakSet()
 
 
 class PublicOnlyError(SuiteError):
@@ -142,9 +143,7 @@ def _check_unverified(suite: TaskSuite, problems: Sequence[Problem], what: str) 
             f"{consequence}. Training on them needs an explicit opt-in: suite_options={{'{UNVERIFIED_OPT_IN}': True}} "
             f"(--suite-option {UNVERIFIED_OPT_IN}=true); see docs/THREAT_MODEL.md (BigCodeBench)."
         )
-    if (suite, UNVERIFIED) not in _warned_unverified:
-        _warned_unverified.add((suite, UNVERIFIED))
+    if suite not in _warned_unverified:
+        _warned_unverified.add(suite)
         warnings.warn(f"{consequence}; allowed by {UNVERIFIED_OPT_IN}=True.", PublicOnlyWarning, stacklevel=3)
 
-
-_warned_unverified: set = set()

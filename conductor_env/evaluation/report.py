@@ -47,24 +47,23 @@ def public_only_note(summaries: Sequence[PolicySummary]) -> str | None:
     Returns:
         One line such as ``"graded on public tests only ...: single:0 on Conductor-LCB-v0 (20/20 episodes)"``.
     """
-    flagged = [f"{s.policy} on {s.env_id} ({s.public_only}/{s.scored} episodes)" for s in summaries if s.public_only]
-    if not flagged:
-        return None
-    return (
+    return _flagged_note(summaries, "public_only", (
         "graded on public tests only (the examples printed in the statement, no hidden tests; a lookup "
-        f"table of them passes), so not hidden-test accuracy: {', '.join(flagged)}"
-    )
+        "table of them passes), so not hidden-test accuracy"
+    ))
 
 
 def unverified_note(summaries: Sequence[PolicySummary]) -> str | None:
     """Returns a note naming the policies with episodes on unverified problems, or ``None``."""
-    flagged = [f"{s.policy} on {s.env_id} ({s.unverified}/{s.scored} episodes)" for s in summaries if s.unverified]
-    if not flagged:
-        return None
-    return (
+    return _flagged_note(summaries, "unverified", (
         "unverified problems (tests that ran beside the real ctypes, where a program could forge its verdict; "
-        f"see docs/THREAT_MODEL.md): {', '.join(flagged)}"
-    )
+        "see docs/THREAT_MODEL.md)"
+    ))
+
+
+def _flagged_note(summaries: Sequence[PolicySummary], count: str, what: str) -> str | None:
+    flagged = [f"{s.policy} on {s.env_id} ({getattr(s, count)}/{s.scored} episodes)" for s in summaries if getattr(s, count)]
+    return f"{what}: {', '.join(flagged)}" if flagged else None
 
 
 def build_report(folder: str | os.PathLike[str], *, policies: Sequence[str] | None = None, title: str | None = None) -> Report:

@@ -146,10 +146,9 @@ def preload_modules(libs: Any, test_source: str = "") -> list[str]:
     return sorted(names | {extra[name] for name in names if name in extra})
 
 
-def _imports_of(problem: Problem) -> str:
-    """The import lines of the task's ``code_prompt`` (the row's, trusted), for :func:`preload_modules`."""
-    lines = problem.metadata["code_prompt"].splitlines()
-    return "\n".join(line for line in lines if line.startswith(("import ", "from ")))
+def _imports_of(code_prompt: str) -> str:
+    """The import lines of a task's ``code_prompt`` (the row's, trusted), for :func:`preload_modules`."""
+    return "\n".join(line for line in code_prompt.splitlines() if line.startswith(("import ", "from ")))
 
 
 def needs_real_ctypes(modules: Sequence[str]) -> bool:
@@ -212,8 +211,7 @@ def _to_problem(row: Mapping[str, Any], prompt: str) -> Problem:
             "solution, starting with its imports."
         )
     libs = row.get("libs")
-    code_prompt_imports = "\n".join(line for line in row["code_prompt"].splitlines() if line.startswith(("import ", "from ")))
-    real_ctypes = needs_real_ctypes(preload_modules(libs, row["test"] + "\n" + code_prompt_imports))
+    real_ctypes = needs_real_ctypes(preload_modules(libs, row["test"] + "\n" + _imports_of(row["code_prompt"])))
     return Problem(
         id=row["task_id"],
         question=question,
@@ -325,7 +323,7 @@ class BigCodeBenchSuite(SandboxedSuite):
         parsed = parse_candidate(code)  # too long, not text, or nested too deeply: refused unrun
         if isinstance(parsed, str) and not parsed.startswith(SYNTAX_ERROR):
             return Score(False, 0.0, parsed)
-        preload = preload_modules(problem.metadata.get("libs"), problem.metadata["test"] + "\n" + _imports_of(problem))
+        preload = preload_modules(problem.metadata.get("libs"), problem.metadata["test"] + "\n" + _imports_of(problem.metadata["code_prompt"]))
         tests = [{"checks": problem.metadata["test"], "preload": preload, "real_ctypes": needs_real_ctypes(preload),
                   "prelude": prompt_prelude(problem), "entry_point": problem.metadata["entry_point"]}]
         report = self.sandbox().run_tests(build_program(problem, code), tests, kind="unittest", limits=self.limits)

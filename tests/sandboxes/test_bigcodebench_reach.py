@@ -17,12 +17,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "sandbox"))
 
-from conductor_env.sandboxes import Limits
 from conductor_env.tasks.suites.bigcodebench import BigCodeBenchSuite
 from sandbox_helpers import BACKENDS, open_backend
 
-SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "bigcodebench" / "bcb_sample.jsonl"
-LIMITS = Limits(wall_s=8.0, memory_mb=1024, processes=32, output_bytes=1 << 16)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_bigcodebench_integrity import LIMITS, SAMPLE, block  # noqa: E402 - the first battery's fixtures
+
 #: Tests that use a name of the prompt (``collections``) without importing it, as BigCodeBench's do.
 PROMPT_NAME_TESTS = (
     "import unittest\nclass TestCases(unittest.TestCase):\n"
@@ -37,10 +37,6 @@ PATCH_TESTS = (
     "                setattr(case, name, lambda self, *a, **k: None)\n"
 )
 CONSTANT = "def task_func(words):\n    return 'zzz'\n"
-
-
-def block(code: str) -> str:
-    return f"```python\n{code.strip()}\n```"
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
