@@ -7,7 +7,7 @@ Policies are built from spec strings, the same in Python and on the command line
     actions = policy.act([observation])
 
 See :data:`SPEC_GRAMMAR` for the forms. The GRPO trainer lives in
-:mod:`conductor_env.agents.grpo` and the SB3 routing wrapper in :mod:`conductor_env.agents.sb3`
+:mod:`conductor_env.agents.training` and the SB3 routing wrapper in :mod:`conductor_env.agents.training.sb3`
 (imported on demand: they pull in TRL and Stable-Baselines3).
 """
 

@@ -2,7 +2,7 @@
 
 The observation's ``prompt`` goes to a worker backend as the user message, after the Conductor
 template's ``system`` message and before its ``prefill`` when the template has them (see
-:func:`~conductor_env.agents.grpo.prompts.chat_messages`); the action is the prefill followed by
+:func:`~conductor_env.agents.prompts.chat_messages`); the action is the prefill followed by
 the reply (the env parses it leniently; an unparsable reply earns reward 0 with a
 ``parse_error``, which is the expected outcome for a tiny model). Observations of a batch are
 sent concurrently; the backend's own concurrency limit (``max_concurrency`` of its pool entry)
@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from conductor_env.agents.base import ActionUsage, Observation, Policy
-from conductor_env.agents.grpo.prompts import action_of, chat_messages, full_prompt, prompt_builder_of
-from conductor_env.agents.grpo.saving import CONDUCTOR_CONFIG
+from conductor_env.agents.prompts import action_of, chat_messages, full_prompt, prompt_builder_of
+from conductor_env.agents.shipped import CONDUCTOR_CONFIG
 from conductor_env.agents.shipped import shipped_conductor
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.pool import PoolError, WorkerPool, load_pool, preset_names

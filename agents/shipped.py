@@ -10,6 +10,10 @@ from __future__ import annotations
 import importlib.resources
 from pathlib import Path
 
+#: The file beside a saved Conductor's weights that says how it was trained to be prompted
+#: (its prompt builder and output limit); ``llm:<folder>`` reads it.
+CONDUCTOR_CONFIG = "conductor.json"
+
 #: Shipped trained Conductors: name -> folder under ``agents/conductors/``.
 SHIPPED_CONDUCTORS: dict[str, str] = {
     # Gemma 3 270M trained with `conductor-env train grpo --recipe orchestrate` (docs/ORCHESTRATION.md).

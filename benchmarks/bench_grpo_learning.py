@@ -11,7 +11,7 @@ allows). Steps:
 2. the ``random`` baseline's mean reward on held-out (validation) questions;
 3. a short supervised format warm start on rendered single-step workflows, each prompt with
    every worker once, after a one-line preamble naming the task's domain (it teaches the format
-   and to name the domain, not the routing: see agents/warmstart.py; ``--no-domain-preamble``
+   and to name the domain, not the routing: see agents/training/warmstart.py; ``--no-domain-preamble``
    drops the line);
 4. held-out reward after the warm start (the "start");
 5. GRPO through the TRL adapter (LoRA, CPU), logging the env's mean reward per step. The
@@ -41,13 +41,14 @@ from pathlib import Path
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.envs import EnvSetup
 from conductor_env.agents.baselines import RandomWorkflow
-from conductor_env.agents.grpo.data import build_dataset
-from conductor_env.agents.grpo.model import ModelPolicy, load_tokenizer, resolve_model_path
-from conductor_env.agents.grpo.prompts import PROMPTS
-from conductor_env.agents.grpo.recipe import GRPORecipe
-from conductor_env.agents.grpo.reward import REWARD_NAME, EnvFactory
-from conductor_env.agents.grpo.trainer import build_trainer
-from conductor_env.agents.warmstart import domain_preamble, format_warm_start
+from conductor_env.agents.training.data import build_dataset
+from conductor_env.agents.model_policy import ModelPolicy
+from conductor_env.agents.training.model import load_tokenizer, resolve_model_path
+from conductor_env.agents.prompts import PROMPTS
+from conductor_env.agents.training.recipe import GRPORecipe
+from conductor_env.agents.training.reward import REWARD_NAME, EnvFactory
+from conductor_env.agents.training.trainer import build_trainer
+from conductor_env.agents.training.warmstart import domain_preamble, format_warm_start
 from conductor_env.event_loop import run_sync
 
 HERE = Path(__file__).resolve().parent

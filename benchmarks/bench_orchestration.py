@@ -37,7 +37,7 @@ from typing import Any, Iterable, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle_orchestration import DOMAINS, POOL, all_plans, expected_reward, shape_of, worker_table  # noqa: E402
 
-from conductor_env.agents.profiles import CPU_DATASETS  # noqa: E402
+from conductor_env.agents.training.profiles import CPU_DATASETS  # noqa: E402
 from conductor_env.cli.demo import ORCHESTRA_BASELINES  # noqa: E402
 
 #: Every fixed baseline that fits in 3 steps on a 3-worker pool (parallel-judge:3 and moa:3 need 4).
@@ -292,10 +292,10 @@ def markdown(summary: dict[str, Any]) -> str:
 def _recorded_worker_maps(seed: int) -> dict[str, dict[int, str]]:
     """Problem id -> shown id -> worker name of the ``orchestrate`` recipe's training rows with
     ``seed`` (for ``rewards.json`` files written before records kept their ``worker_map``)."""
-    from conductor_env.agents.grpo.data import build_dataset
-    from conductor_env.agents.grpo.recipe import recipe_from_settings
-    from conductor_env.agents.grpo.reward import EnvFactory
-    from conductor_env.agents.profiles import RECIPES, recipe_settings
+    from conductor_env.agents.training.data import build_dataset
+    from conductor_env.agents.training.recipe import recipe_from_settings
+    from conductor_env.agents.training.reward import EnvFactory
+    from conductor_env.agents.training.profiles import RECIPES, recipe_settings
 
     recipe = recipe_from_settings(recipe_settings(RECIPES["orchestrate"], {"seed": seed}))
     factory = EnvFactory(recipe.setup)

@@ -23,7 +23,7 @@ import numpy as np
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.envs import EnvSetup
 from conductor_env.agents.baselines import RandomWorkflow
-from conductor_env.agents.sb3 import RoutingEnv
+from conductor_env.agents.training.sb3 import RoutingEnv
 
 HERE = Path(__file__).resolve().parent
 POOL = HERE / "pools" / "experts.toml"

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_orchestration import oracle_per_step  # noqa: E402
 from oracle_orchestration import POOL, oracle_report, worker_table  # noqa: E402
 
-from conductor_env.agents.grpo.reward import identical_group_share  # noqa: E402
+from conductor_env.agents.training.reward import identical_group_share  # noqa: E402
 
 
 def per_step(run_dir: str, key: str) -> list[float]:

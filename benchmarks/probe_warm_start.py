@@ -69,7 +69,7 @@ def spread_over_domains(problems: Sequence[Any], n: int) -> list[Any]:
     Returns:
         Up to ``n`` problems, one domain after another in round-robin order.
     """
-    from conductor_env.agents.grpo.data import interleave
+    from conductor_env.agents.training.data import interleave
 
     by_domain: dict[str, list[Any]] = defaultdict(list)
     for problem in problems:
@@ -92,12 +92,12 @@ def probe(model_path: str, recipe_name: str = "orchestrate-judge", n: int = 60) 
     import torch
     from transformers import AutoModelForCausalLM
 
-    from conductor_env.agents.grpo.model import load_tokenizer
-    from conductor_env.agents.grpo.prompts import prompt_builder_of
-    from conductor_env.agents.grpo.recipe import recipe_from_settings
-    from conductor_env.agents.grpo.reward import EnvFactory
-    from conductor_env.agents.profiles import RECIPES
-    from conductor_env.agents.warmstart import domain_preamble
+    from conductor_env.agents.training.model import load_tokenizer
+    from conductor_env.agents.prompts import prompt_builder_of
+    from conductor_env.agents.training.recipe import recipe_from_settings
+    from conductor_env.agents.training.reward import EnvFactory
+    from conductor_env.agents.training.profiles import RECIPES
+    from conductor_env.agents.training.warmstart import domain_preamble
 
     tokenizer = load_tokenizer(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).eval()
@@ -172,12 +172,12 @@ def id_copy(
     import torch
     from transformers import AutoModelForCausalLM
 
-    from conductor_env.agents.grpo.model import load_tokenizer
-    from conductor_env.agents.grpo.prompts import prompt_builder_of
-    from conductor_env.agents.grpo.recipe import recipe_from_settings
-    from conductor_env.agents.grpo.reward import EnvFactory
-    from conductor_env.agents.profiles import RECIPES, recipe_settings
-    from conductor_env.agents.warmstart import WARM_START_SUBTASK, domain_preamble, warm_start_rows
+    from conductor_env.agents.training.model import load_tokenizer
+    from conductor_env.agents.prompts import prompt_builder_of
+    from conductor_env.agents.training.recipe import recipe_from_settings
+    from conductor_env.agents.training.reward import EnvFactory
+    from conductor_env.agents.training.profiles import RECIPES, recipe_settings
+    from conductor_env.agents.training.warmstart import WARM_START_SUBTASK, domain_preamble, warm_start_rows
 
     tokenizer = load_tokenizer(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).eval()
@@ -220,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--copy", action="store_true", help="read whether the code line copies the plan's ids, on held-out questions with the whole pool renumbered")
     parser.add_argument("--plan-order", default="answer-first", choices=list(PLAN_ORDERS), help="with --copy: the plan order the model was warm-started with")
     args = parser.parse_args(argv)
-    from conductor_env.agents.grpo.model import resolve_model_path
+    from conductor_env.agents.training.model import resolve_model_path
 
     args.model = resolve_model_path(args.model)
     if args.copy:

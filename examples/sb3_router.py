@@ -18,7 +18,7 @@ from stable_baselines3.common.env_checker import check_env
 from stable_baselines3.common.env_util import make_vec_env
 
 import conductor_env  # noqa: F401  (registers the Conductor-*-v0 ids)
-from conductor_env.agents.sb3 import RoutingEnv
+from conductor_env.agents.training.sb3 import RoutingEnv
 
 
 def main() -> None:

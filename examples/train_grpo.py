@@ -9,7 +9,7 @@ temperature 1.0, vLLM colocated on a CUDA GPU). A real run wants a GPU and a str
 ``--cpu-demo`` uses the cpu profile of ``conductor-env train grpo`` for 4 steps: the local
 Gemma 3 270M as the Conductor, one simulated expert per domain, LoRA, the compact prompt and a
 format warm start first, since the tiny base model rarely writes the three lists on its own
-(see conductor_env/agents/profiles.py and warmstart.py)::
+(see conductor_env/agents/training/profiles.py and warmstart.py)::
 
     python examples/train_grpo.py --cpu-demo
 
@@ -22,7 +22,7 @@ import argparse
 
 import conductor_env  # noqa: F401  (registers the Conductor-*-v0 ids)
 from conductor_env.envs import EnvSetup
-from conductor_env.agents.grpo import GRPORecipe, train_grpo
+from conductor_env.agents.training import GRPORecipe, train_grpo
 
 
 def main() -> None:
@@ -41,10 +41,10 @@ def main() -> None:
         output_dir=args.output_dir,
     )
     if args.cpu_demo:
-        # The cpu profile of `conductor-env train grpo` (conductor_env/agents/profiles.py): the
+        # The cpu profile of `conductor-env train grpo` (conductor_env/agents/training/profiles.py): the
         # settings that learned to route in BENCHMARKS.md, here for 4 steps instead of its 24.
-        from conductor_env.agents.grpo.recipe import recipe_from_settings
-        from conductor_env.agents.profiles import CPU_PROFILE, recipe_settings
+        from conductor_env.agents.training.recipe import recipe_from_settings
+        from conductor_env.agents.training.profiles import CPU_PROFILE, recipe_settings
 
         recipe = recipe_from_settings(recipe_settings(CPU_PROFILE, {"output_dir": args.output_dir, "max_steps": 4, "env_options": {"max_rounds": args.max_rounds}}))
 

@@ -6,7 +6,8 @@ The layers (docs/ARCHITECTURE.md), bottom to top::
     sandboxes   conductor_env.sandboxes    workers   conductor_env.workers
     tasks       conductor_env.tasks (suites grade code in sandboxes)
     envs        conductor_env.envs: EnvSetup, the gym entry point, the vector env
-    agents      conductor_env.agents: policies, the episode loop, GRPO, SB3
+    agents      conductor_env.agents: policies, the episode loop, prompts, saved Conductors
+    training    conductor_env.agents.training: GRPO, warm start, held-out scoring, recipes, SB3
     evaluation  conductor_env.evaluation
     cli         conductor_env.cli
     distributed conductor_env.distributed (Ray; optional)
@@ -40,6 +41,7 @@ LAYERS = {
     "conductor_env.tasks": 2,
     "conductor_env.envs": 3,
     "conductor_env.agents": 4,
+    "conductor_env.agents.training": 5,
     "conductor_env.evaluation": 5,
     "conductor_env.distributed": 6,
     "conductor_env.cli": 7,
@@ -169,6 +171,37 @@ def test_no_import_cycles():
 
 def test_the_cycle_check_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_policies_never_import_training():
+    wrong = [
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if _layer(module) == "conductor_env.agents"
+        for target in targets
+        if _layer(target) == "conductor_env.agents.training"
+    ]
+    assert not wrong, "policies import the training wing:\n" + "\n".join(sorted(wrong))
+
+
+def _package(module: str) -> str:
+    return module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Returns which package imports which: a package imports another when one of its own modules
+    (not its subpackages') imports a module of the other."""
+    packages: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        mine = _package(module)
+        packages.setdefault(mine, set()).update(_package(t) for t in targets if _package(t) != mine)
+    return packages
+
+
+def test_no_package_level_cycles():
+    # The root package is the facade (left out of the graph), so conductor_env's own modules count
+    # as the package conductor_env here.
+    assert _cycles(package_graph(GRAPH)) == []
 
 
 def _function_sizes(tree: ast.Module):

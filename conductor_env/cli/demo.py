@@ -165,7 +165,7 @@ def run_orchestra_part(*, out: str, n: int = ORCHESTRA_N, conductor: str = ORCHE
     Returns:
         The :class:`~conductor_env.evaluation.report.Report`.
     """
-    from conductor_env.agents.profiles import CPU_DATASETS, CPU_SUITE_OPTIONS, ORCHESTRA_JUDGE_POOL, ORCHESTRATE_JUDGE_RECIPE
+    from conductor_env.agents.training.profiles import CPU_DATASETS, CPU_SUITE_OPTIONS, ORCHESTRA_JUDGE_POOL, ORCHESTRATE_JUDGE_RECIPE
 
     # The recipe's env, with the pool in canonical order: the order the fixed baselines' ids were written for.
     env_options = {k: v for k, v in ORCHESTRATE_JUDGE_RECIPE.settings["env_options"].items() if k != "subpool_size"}

@@ -26,8 +26,8 @@ _RECIPE_FLAGS = (
 
 def _default(name: str) -> str:
     """The help text's defaults of a recipe flag under each profile and under ``--recipe paper``."""
-    from conductor_env.agents.grpo.recipe import DEFAULT_ENV, GRPORecipe
-    from conductor_env.agents.profiles import CPU_PROFILE, PAPER_RECIPE
+    from conductor_env.agents.training.recipe import DEFAULT_ENV, GRPORecipe
+    from conductor_env.agents.training.profiles import CPU_PROFILE, PAPER_RECIPE
 
     gpu = DEFAULT_ENV[name] if name in DEFAULT_ENV else getattr(GRPORecipe(), name)
     cpu = CPU_PROFILE.settings.get(name, gpu)
@@ -40,7 +40,7 @@ def _default(name: str) -> str:
 
 def register(subparsers: Any) -> None:
     """Adds ``train`` (with its ``grpo`` and ``export-adapter`` subcommands) to the ``conductor-env`` parser."""
-    from conductor_env.agents.profiles import PROFILES, RECIPES
+    from conductor_env.agents.training.profiles import PROFILES, RECIPES
 
     train = subparsers.add_parser("train", help="train a Conductor policy", description="Train a Conductor policy.")
     kinds = train.add_subparsers(dest="trainer", metavar="TRAINER", required=True)
@@ -102,7 +102,7 @@ def run_export_adapter_command(args: argparse.Namespace) -> int:
     from conductor_env.workers.local_models import ModelExportError
 
     try:
-        from conductor_env.agents.grpo.adapter import export_adapter
+        from conductor_env.agents.training.adapter import export_adapter
 
         report = export_adapter(args.model_dir, args.out, base=args.base, max_rank=args.max_rank, dtype=args.dtype, truncate=args.truncate)
     except ImportError as error:
@@ -223,7 +223,7 @@ def _base_settings(args: argparse.Namespace, cuda: bool) -> Any:
     Raises:
         UsageError: For ``--recipe`` with ``--profile``, or an unknown profile.
     """
-    from conductor_env.agents.profiles import RECIPES, choose_profile
+    from conductor_env.agents.training.profiles import RECIPES, choose_profile
 
     recipe = getattr(args, "recipe", None)
     if recipe is not None:
@@ -256,12 +256,12 @@ def _env_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def recipe_from_args(args: argparse.Namespace, *, cuda: bool | None = None) -> Any:
-    """Returns the :class:`~conductor_env.agents.grpo.recipe.GRPORecipe` that parsed arguments describe.
+    """Returns the :class:`~conductor_env.agents.training.recipe.GRPORecipe` that parsed arguments describe.
 
-    ``--recipe paper`` (:data:`~conductor_env.agents.profiles.PAPER_RECIPE`), else the profile
-    (``--profile``, else :func:`~conductor_env.agents.profiles.choose_profile` by ``cuda``),
+    ``--recipe paper`` (:data:`~conductor_env.agents.training.profiles.PAPER_RECIPE`), else the profile
+    (``--profile``, else :func:`~conductor_env.agents.training.profiles.choose_profile` by ``cuda``),
     gives the defaults; every flag given overrides its value. ``--recipe paper`` is checked
-    against this machine at once (:func:`~conductor_env.agents.profiles.check_paper_requirements`).
+    against this machine at once (:func:`~conductor_env.agents.training.profiles.check_paper_requirements`).
 
     Args:
         args: The parsed ``train grpo`` arguments.
@@ -271,9 +271,9 @@ def recipe_from_args(args: argparse.Namespace, *, cuda: bool | None = None) -> A
         UsageError: For malformed ``KEY=VALUE`` options, an unknown env option or profile, or a
             ``--recipe paper`` this machine cannot run (no CUDA GPU, no vLLM, no model).
     """
-    from conductor_env.agents.grpo.recipe import DEFAULT_ENV, ENV_SETTINGS, GRPORecipe, recipe_from_settings
-    from conductor_env.agents.preflight import RecipeError, check_env
-    from conductor_env.agents.profiles import RequirementError, check_paper_requirements, recipe_settings
+    from conductor_env.agents.training.recipe import DEFAULT_ENV, ENV_SETTINGS, GRPORecipe, recipe_from_settings
+    from conductor_env.agents.training.preflight import RecipeError, check_env
+    from conductor_env.agents.training.profiles import RequirementError, check_paper_requirements, recipe_settings
     from conductor_env.envs.setup import SetupError
 
     env_options = _env_options(args)
@@ -324,7 +324,7 @@ def _env_factory(args: argparse.Namespace) -> Any:
 
 def _run_warm_start_only(recipe: Any) -> int:
     """``train grpo --warm-start-only``: the recipe's format warm start, saved as a Conductor folder."""
-    from conductor_env.agents.grpo.trainer import save_warm_start
+    from conductor_env.agents.training.trainer import save_warm_start
 
     try:
         out = save_warm_start(recipe, progress=True, say=lambda text: print(text, flush=True))
@@ -337,9 +337,9 @@ def _run_warm_start_only(recipe: Any) -> int:
 def run_grpo_command(args: argparse.Namespace) -> int:
     """Runs ``conductor-env train grpo``: says which profile and why, checks the recipe before any
     model loads, trains with a progress bar, and prints the held-out figures and the eval line."""
-    from conductor_env.agents.grpo.trainer import train_grpo
-    from conductor_env.agents.preflight import RecipeError, check_recipe
-    from conductor_env.agents.profiles import choose_profile
+    from conductor_env.agents.training.trainer import train_grpo
+    from conductor_env.agents.training.preflight import RecipeError, check_recipe
+    from conductor_env.agents.training.profiles import choose_profile
 
     cuda = _cuda()
     if getattr(args, "recipe", None) is None:
@@ -350,7 +350,7 @@ def run_grpo_command(args: argparse.Namespace) -> int:
         print(line, flush=True)
     recipe = recipe_from_args(args, cuda=cuda)
     if getattr(args, "recipe", None) is not None:
-        from conductor_env.agents.profiles import RECIPES
+        from conductor_env.agents.training.profiles import RECIPES
 
         print(f"recipe {args.recipe} ({RECIPES[args.recipe].summary}): chosen with --recipe", flush=True)
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conductor_env.agents.grpo.reward import EnvFactory
+from conductor_env.agents.training.reward import EnvFactory
 from conductor_env.distributed.episodes import EpisodeActors, RemoteEnv, group_spaces
 from conductor_env.distributed.limiter import cluster_limiter
 from conductor_env.distributed.runtime import connect
@@ -17,7 +17,7 @@ from conductor_env.envs.setup import EnvSetup
 
 
 class RayEnvFactory(EnvFactory):
-    """An :class:`~conductor_env.agents.grpo.reward.EnvFactory` whose envs run in Ray actors.
+    """An :class:`~conductor_env.agents.training.reward.EnvFactory` whose envs run in Ray actors.
 
     Args:
         setup: The env to train on (checked for training use in this process, as locally).

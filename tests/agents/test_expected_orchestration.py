@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.agents.grpo.recipe import recipe_from_settings
-from conductor_env.agents.profiles import ORCHESTRA_JUDGE_POOL, RECIPES, recipe_settings
+from conductor_env.agents.training.recipe import recipe_from_settings
+from conductor_env.agents.training.profiles import ORCHESTRA_JUDGE_POOL, RECIPES, recipe_settings
 from conductor_env.evaluation.records import EpisodeSpec, episode_record, round_record
 from conductor_env.rewards import RewardScheme
 

@@ -8,7 +8,7 @@ import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.agents.llm import LLMConductor
-from conductor_env.agents.profiles import CPU_SUITE_OPTIONS, ORCHESTRA_JUDGE_POOL, ORCHESTRA_POOL
+from conductor_env.agents.training.profiles import CPU_SUITE_OPTIONS, ORCHESTRA_JUDGE_POOL, ORCHESTRA_POOL
 from conductor_env.agents.shipped import SHIPPED_CONDUCTORS, shipped_conductor
 from conductor_env.envs import EnvSetup
 from conductor_env.event_loop import run_sync
@@ -93,7 +93,7 @@ def test_training_can_start_from_the_adapter_merged_once_into_a_plain_model_fold
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from conductor_env.agents.grpo.model import resolve_model_path
+    from conductor_env.agents.training.model import resolve_model_path
     from conductor_env.workers.local_adapter import load_causal_lm, merged_model_folder
     from conductor_env.workers.local_models import ensure_model
 

@@ -14,7 +14,7 @@ from gymnasium.utils.env_checker import check_env
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.agents.episode import PolicyBatcher, play
-from conductor_env.agents.grpo.prompts import action_of, chat_messages, compact_prompt, observation_of_chat
+from conductor_env.agents.prompts import action_of, chat_messages, compact_prompt, observation_of_chat
 from conductor_env.agents.llm import LLMConductor
 from conductor_env.calls import Completion
 from conductor_env.envs import EnvSetup

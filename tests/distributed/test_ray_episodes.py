@@ -158,7 +158,7 @@ def test_make_vec_with_the_ray_backend_matches_the_local_vector_env(cluster):
 
 
 def test_grpo_reward_graded_on_ray_matches_the_local_reward(cluster):
-    from conductor_env.agents.grpo.reward import ConductorReward, EnvFactory
+    from conductor_env.agents.training.reward import ConductorReward, EnvFactory
     from conductor_env.distributed import RayEnvFactory
     from conductor_env.envs import EnvSetup
 
@@ -186,8 +186,8 @@ def test_eval_cli_runs_on_the_cluster(cluster, tmp_path):
 
 @pytest.mark.slow
 def test_two_real_grpo_steps_rewarded_on_ray(cluster, tmp_path):
-    from conductor_env.agents.grpo import GRPORecipe, build_trainer
-    from conductor_env.agents.grpo.reward import REWARD_NAME
+    from conductor_env.agents.training import GRPORecipe, build_trainer
+    from conductor_env.agents.training.reward import REWARD_NAME
     from conductor_env.distributed import RayEnvFactory
     from conductor_env.envs import EnvSetup
 

@@ -16,7 +16,7 @@ import pytest
 
 import conductor_env  # noqa: F401  (registers the gym ids)
 from conductor_env.envs import EnvSetup
-from conductor_env.agents.sb3 import RoutingEnv
+from conductor_env.agents.training.sb3 import RoutingEnv
 from conductor_env.sandboxes import docker_available, get_sandbox
 from conductor_env.tasks import BUILTIN_SUITES, env_id_for
 from conductor_env.workers.base import WorkerSpec

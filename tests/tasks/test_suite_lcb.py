@@ -581,7 +581,7 @@ def test_public_only_rows_are_served_for_evaluation_without_the_opt_in():
 
 
 def test_training_on_public_only_rows_needs_the_opt_in_and_then_warns_once():
-    from conductor_env.agents.grpo import EnvFactory
+    from conductor_env.agents.training import EnvFactory
 
     options = {"data_files": str(PUBLIC_ONLY), "sandbox": "local"}
     with pytest.raises(PublicOnlyError) as refused:
@@ -604,7 +604,7 @@ def test_training_on_public_only_rows_needs_the_opt_in_and_then_warns_once():
 
 
 def test_sb3_routing_env_refuses_public_only_rows_without_the_opt_in():
-    from conductor_env.agents.sb3 import RoutingEnv
+    from conductor_env.agents.training.sb3 import RoutingEnv
 
     env = gym.make("Conductor-LCB-v0", pool="simulated", sandbox="local", suite_options={"data_files": str(PUBLIC_ONLY)})
     try:

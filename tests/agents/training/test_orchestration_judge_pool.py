@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conductor_env.agents.profiles import ORCHESTRA_JUDGE_POOL, ORCHESTRA_POOL, RECIPES, recipe_settings
+from conductor_env.agents.training.profiles import ORCHESTRA_JUDGE_POOL, ORCHESTRA_POOL, RECIPES, recipe_settings
 from conductor_env.workers.pool import load_pool
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

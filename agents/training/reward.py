@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from conductor_env.agents.base import Policy
 from conductor_env.agents.episode import PlayedEpisode, PolicyBatcher, play
-from conductor_env.agents.progress import IDENTICAL_GROUPS_KEY
+from conductor_env.agents.training.progress import IDENTICAL_GROUPS_KEY
 from conductor_env.env import ConductorEnv
 from conductor_env.envs.setup import EnvSetup
 from conductor_env.event_loop import run_sync
@@ -215,7 +215,7 @@ class ConductorReward:
         if not (len(actions) == len(problem_id) == len(episode_seed)):
             raise ValueError(
                 "ConductorReward needs the dataset columns problem_id and episode_seed for every completion; "
-                "build the dataset with conductor_env.agents.grpo.build_dataset"
+                "build the dataset with conductor_env.agents.training.build_dataset"
             )
         outcomes = self._play_draws(actions, [str(p) for p in problem_id], [int(s) for s in episode_seed])
         step = self._calls

@@ -16,13 +16,13 @@ import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.agents.baselines import build_workflow
-from conductor_env.agents.grpo.recipe import recipe_from_settings
-from conductor_env.agents.grpo.reward import EnvFactory
-from conductor_env.agents.profiles import ORCHESTRA_POOL, RECIPES, recipe_settings
-from conductor_env.agents.warmstart import WARM_START_SHAPES, domain_preamble, plan_text, shape_label, warm_start_rows
+from conductor_env.agents.training.recipe import recipe_from_settings
+from conductor_env.agents.training.reward import EnvFactory
+from conductor_env.agents.training.profiles import ORCHESTRA_POOL, RECIPES, recipe_settings
+from conductor_env.agents.training.warmstart import WARM_START_SHAPES, domain_preamble, plan_text, shape_label, warm_start_rows
 from conductor_env.workflow import parse_workflow
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def oracle_module():
@@ -247,7 +247,7 @@ def test_the_closed_form_matches_episodes_played_in_the_env(recipe_name):
 
 
 def test_the_roster_prompt_gives_each_id_after_its_name(recipe):
-    from conductor_env.agents.grpo.prompts import compact_prompt, roster_prompt
+    from conductor_env.agents.prompts import compact_prompt, roster_prompt
 
     env = recipe.setup.make()
     try:

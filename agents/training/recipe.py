@@ -2,7 +2,7 @@
 
 The recipe's hyperparameter defaults are the paper's; its model, env and pool defaults are not
 (Gemma 3 270M on Conductor-RG-v0 with simulated workers, which run anywhere). The paper's model,
-training mix and pool are the ``paper`` recipe of :mod:`conductor_env.agents.profiles`
+training mix and pool are the ``paper`` recipe of :mod:`conductor_env.agents.training.profiles`
 (``conductor-env train grpo --recipe paper``).
 
 :func:`grpo_config` picks the CPU or CUDA settings (float32 on a CPU; bfloat16, activation
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any, Mapping
 
-from conductor_env.agents.grpo.data import check_domain_weights
+from conductor_env.agents.training.data import check_domain_weights
 from conductor_env.agents.workflow_shapes import PLAN_ORDERS, WARM_START_SHAPES
 from conductor_env.envs.setup import EnvSetup
 from conductor_env.templates import load_template
@@ -38,7 +38,7 @@ class GRPORecipe:
     no held-out evaluation) are the paper's. ``model`` and ``setup`` are not: they default to the
     local Gemma 3 270M on Conductor-RG-v0 with the ``simulated`` pool, where the paper trained
     Qwen2.5-7B-Instruct on its MATH/MMLU/RLPR/LiveCodeBench mix with seven API and vLLM workers
-    (``PAPER_RECIPE`` in :mod:`conductor_env.agents.profiles` sets those).
+    (``PAPER_RECIPE`` in :mod:`conductor_env.agents.training.profiles` sets those).
 
     Attributes:
         model: A local model name (``gemma3-270m``, the default; not the paper's), a model folder
@@ -53,7 +53,7 @@ class GRPORecipe:
             suite it steadied the CPU learning runs in BENCHMARKS.md.
         domain_weights: With ``balance_domains``, questions of each named domain per
             round-robin round (others 1), so a step of ``questions_per_step = sum of the
-            weights`` sees a domain that often; see :func:`~conductor_env.agents.grpo.data.build_dataset`.
+            weights`` sees a domain that often; see :func:`~conductor_env.agents.training.data.build_dataset`.
             Not in the paper.
         prompt: ``"full"`` (the env's Conductor prompt, the paper's) or ``"compact"`` (see
             :func:`compact_prompt`; cheaper for small models after a format warm start).
@@ -82,25 +82,25 @@ class GRPORecipe:
             ``format_warmup_all_layers``.
         use_vllm: ``None``: vLLM (colocated) when CUDA and vLLM are available.
         format_warmup_steps: Steps of supervised warm start on rendered valid workflows before
-            GRPO (0: none, as in the paper); see :mod:`conductor_env.agents.warmstart`.
+            GRPO (0: none, as in the paper); see :mod:`conductor_env.agents.training.warmstart`.
         format_warmup_lr: Learning rate of that warm start.
         format_warmup_subtask: The warm start targets' one instruction (``None``: the warm
             start's default; a shorter one means shorter, cheaper completions).
         format_warmup_preamble: Write ``Domain: <domain>.`` before the warm start targets' lists
             (it teaches the format and to name the domain, not the routing).
         format_warmup_shapes: A named set of warm-start target shapes
-            (:data:`conductor_env.agents.warmstart.WARM_START_SHAPES`; ``None``: one single-step
+            (:data:`conductor_env.agents.training.warmstart.WARM_START_SHAPES`; ``None``: one single-step
             workflow per worker).
         format_warmup_plan: Write ``Plan: <worker names>.`` before the warm start targets' lists,
             so the model chooses workers by name and learns to write their shown ids (sub-pools
-            renumber them); see :func:`conductor_env.agents.warmstart.warm_start_rows`.
+            renumber them); see :func:`conductor_env.agents.training.warmstart.warm_start_rows`.
         format_warmup_shape_word: Write ``Shape: <single|judge|verify>.`` before the plan, so
             the model chooses the workflow's shape in one word right after the domain line,
             before it names any worker.
         format_warmup_plan_order: The plan's order of workers: ``steps``, or ``answer-first``
             (the worker whose answer is the workflow's, then ``reads`` and the steps it reads),
             so the plan's first word chooses the shape with the answering worker
-            (:func:`conductor_env.agents.warmstart.plan_text`).
+            (:func:`conductor_env.agents.training.warmstart.plan_text`).
         format_warmup_all_layers: The format warm start adapts every layer whatever
             ``lora_top_layers`` says. LoRA on the top 6 of Gemma 3 270M's 18 layers cannot learn
             to copy the answering worker's id from the front of an answer-first plan to the end
@@ -108,7 +108,7 @@ class GRPORecipe:
             slower on a CPU: the backward pass runs through every layer.
         format_warmup_id_orders: Episodes per warm-start problem, each under its own random
             sub-pool order, so the targets show one question under several id orders
-            (:func:`conductor_env.agents.warmstart.warm_start_rows`); each step then costs that
+            (:func:`conductor_env.agents.training.warmstart.warm_start_rows`); each step then costs that
             many times as much.
         heldout_questions: Questions of ``heldout_split`` on which the model is evaluated before
             and after GRPO (0: no held-out evaluation, as in the paper).

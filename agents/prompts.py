@@ -27,7 +27,7 @@ def compact_prompt(observation: Observation) -> str:
     """A short Conductor prompt: the shown workers, earlier rounds, the task and one instruction.
 
     About a fifth of the env's prompt without examples, for small models on a CPU that learned
-    the action format from a warm start (:mod:`conductor_env.agents.warmstart`) and need not
+    the action format from a warm start (:mod:`conductor_env.agents.training.warmstart`) and need not
     read the full instructions every step.
     """
     parts = [f"Workers:\n{observation['workers']}"]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conductor_env.agents.grpo.recipe import GRPORecipe
-from conductor_env.agents.profiles import PAPER_MODEL, PAPER_RECIPE, RequirementError, check_paper_requirements
+from conductor_env.agents.training.recipe import GRPORecipe
+from conductor_env.agents.training.profiles import PAPER_MODEL, PAPER_RECIPE, RequirementError, check_paper_requirements
 from conductor_env.cli import UsageError, build_parser, main
 from conductor_env.cli.train import recipe_from_args
 from conductor_env.envs import EnvSetup

@@ -13,8 +13,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from conductor_env.agents.grpo.recipe import GRPORecipe
-from conductor_env.agents.grpo.reward import REWARD_NAME, EpisodeRecord
+from conductor_env.agents.shipped import CONDUCTOR_CONFIG
+from conductor_env.agents.training.recipe import GRPORecipe
+from conductor_env.agents.training.reward import REWARD_NAME, EpisodeRecord
 
 
 @dataclass
@@ -59,8 +60,7 @@ class GRPORun:
         }
 
 
-#: The file beside a saved Conductor that tells ``llm:<folder>`` how it was trained.
-CONDUCTOR_CONFIG = "conductor.json"
+
 
 
 def conductor_config(recipe: GRPORecipe) -> dict[str, Any]:

@@ -10,12 +10,12 @@ from types import SimpleNamespace
 import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.agents.grpo.prompts import compact_prompt
-from conductor_env.agents.grpo.recipe import GRPORecipe
-from conductor_env.agents.grpo.saving import conductor_config
-from conductor_env.agents.preflight import RecipeError, check_learnable, check_pool, shortest_workflow_tokens
-from conductor_env.agents.profiles import CPU_PROFILE, GPU_PROFILE, choose_profile
-from conductor_env.agents.progress import RichProgress, StepStats, StepWatch, plot_reward_curve
+from conductor_env.agents.prompts import compact_prompt
+from conductor_env.agents.training.recipe import GRPORecipe
+from conductor_env.agents.training.saving import conductor_config
+from conductor_env.agents.training.preflight import RecipeError, check_learnable, check_pool, shortest_workflow_tokens
+from conductor_env.agents.training.profiles import CPU_PROFILE, GPU_PROFILE, choose_profile
+from conductor_env.agents.training.progress import RichProgress, StepStats, StepWatch, plot_reward_curve
 from conductor_env.cli import UsageError, build_parser, main
 from conductor_env.cli.train import eval_command, recipe_from_args
 
@@ -199,10 +199,10 @@ def test_completion_limits_are_measured_against_the_warm_start_target():
 @pytest.mark.slow
 @pytest.mark.timeout(1500)  # a hang guard: 84 s on an idle 2-core machine, past 600 s beside three GRPO runs
 def test_a_short_cpu_profile_run_saves_a_conductor_that_plugs_back_in(tmp_path):
-    from conductor_env.agents.grpo.trainer import train_grpo
+    from conductor_env.agents.training.trainer import train_grpo
     from conductor_env.agents.llm import LLMConductor
-    from conductor_env.agents.grpo.recipe import recipe_from_settings
-    from conductor_env.agents.profiles import recipe_settings
+    from conductor_env.agents.training.recipe import recipe_from_settings
+    from conductor_env.agents.training.profiles import recipe_settings
 
     overrides = {
         "output_dir": str(tmp_path), "max_steps": 1, "num_generations": 2, "format_warmup_steps": 2,

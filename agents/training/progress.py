@@ -1,7 +1,7 @@
 """Readable progress of a GRPO run: a rich progress bar, warnings with their likely fix, a reward curve.
 
 Each optimizer step TRL logs the env's mean reward, the parse rate (``conductor/parse_rate``,
-from :class:`~conductor_env.agents.grpo.reward.ConductorReward`) and the share of GRPO groups
+from :class:`~conductor_env.agents.training.reward.ConductorReward`) and the share of GRPO groups
 whose completions all got the same reward (``conductor/identical_groups``, from the same reward;
 TRL's ``frac_reward_zero_std`` where it is absent). Such a group has advantage 0 for every
 completion: it teaches nothing. :class:`StepWatch` turns a run of bad steps into a warning that
@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 REWARD_KEY = "rewards/conductor_env/mean"
 
 #: The share of GRPO groups whose completions all got the same reward, logged by the env reward
-#: (``agents/grpo/reward.py``). TRL's own ``frac_reward_zero_std`` measures the batch's spread
+#: (``agents/training/reward.py``). TRL's own ``frac_reward_zero_std`` measures the batch's spread
 #: instead of each group's under ``scale_rewards="batch"``, so it reads 0 there even when every
 #: group is identical; this key is right under any scaling.
 IDENTICAL_GROUPS_KEY = "conductor/identical_groups"

@@ -12,10 +12,10 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from conductor_env.agents.grpo.data import build_dataset
-from conductor_env.agents.grpo.model import ModelPolicy
-from conductor_env.agents.grpo.prompts import PromptBuilder, observation_of_chat
-from conductor_env.agents.grpo.reward import EnvFactory
+from conductor_env.agents.training.data import build_dataset
+from conductor_env.agents.model_policy import ModelPolicy
+from conductor_env.agents.prompts import PromptBuilder, observation_of_chat
+from conductor_env.agents.training.reward import EnvFactory
 from conductor_env.event_loop import run_sync
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.agents.grpo.data import build_dataset
-from conductor_env.agents.grpo.recipe import GRPORecipe
-from conductor_env.agents.grpo.reward import ConductorReward, EnvFactory
+from conductor_env.agents.training.data import build_dataset
+from conductor_env.agents.training.recipe import GRPORecipe
+from conductor_env.agents.training.reward import ConductorReward, EnvFactory
 from conductor_env.calls import RetryPolicy
 from conductor_env.envs import EnvSetup
 from conductor_env.workers.base import WorkerSpec

@@ -3,9 +3,9 @@
 :func:`build_trainer` puts the pieces together (the env factory, the dataset, the reward
 function, the model and its LoRA config, the TRL config) and lets the trained model write the
 later actions of multi-round episodes. :func:`train_grpo` runs it end to end: an optional format
-warm start (:mod:`conductor_env.agents.warmstart`), an optional held-out evaluation before and
-after (:mod:`conductor_env.agents.heldout`), the training with an optional progress bar
-(:mod:`conductor_env.agents.progress`), and the saved Conductor with its reward curve.
+warm start (:mod:`conductor_env.agents.training.warmstart`), an optional held-out evaluation before and
+after (:mod:`conductor_env.agents.training.heldout`), the training with an optional progress bar
+(:mod:`conductor_env.agents.training.progress`), and the saved Conductor with its reward curve.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from conductor_env.agents.base import Policy
-from conductor_env.agents.grpo.data import build_dataset
-from conductor_env.agents.grpo.model import ModelPolicy, load_tokenizer, lora_config, resolve_model_path, score_only_completions_on_cpu
-from conductor_env.agents.grpo.prompts import PromptBuilder, prompt_builder_of
-from conductor_env.agents.grpo.recipe import GRPORecipe, grpo_config
+from conductor_env.agents.training.data import build_dataset
+from conductor_env.agents.model_policy import ModelPolicy
+from conductor_env.agents.training.model import load_tokenizer, lora_config, resolve_model_path, score_only_completions_on_cpu
+from conductor_env.agents.prompts import PromptBuilder, prompt_builder_of
+from conductor_env.agents.training.recipe import GRPORecipe, grpo_config
 from conductor_env.envs.setup import EnvSetup
-from conductor_env.agents.grpo.reward import EPISODES_FILE, ConductorReward, EnvFactory
-from conductor_env.agents.grpo.saving import GRPORun, logged_rewards, save_conductor, write_conductor_config
+from conductor_env.agents.training.reward import EPISODES_FILE, ConductorReward, EnvFactory
+from conductor_env.agents.training.saving import GRPORun, logged_rewards, save_conductor, write_conductor_config
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +127,7 @@ def train_grpo(
         followup: The policy for later rounds/frames (default: the trained model).
         progress: Show a rich progress bar per step with the reward, parse rate and share of
             identical-reward groups, and warn when the run stops carrying a learning signal
-            (:mod:`conductor_env.agents.progress`), instead of TRL's bar and log lines.
+            (:mod:`conductor_env.agents.training.progress`), instead of TRL's bar and log lines.
         say: Prints a line at each phase (warm start, held-out evaluation, saving); ``None``: quiet.
         env_factory: Builds the envs of a setup (``None``: :class:`EnvFactory`, in this process;
             :class:`conductor_env.distributed.RayEnvFactory` plays them in Ray actors).
@@ -229,12 +230,12 @@ def _format_warm_start(
     recipe: GRPORecipe, factory: EnvFactory, prompt_builder: PromptBuilder, *, progress: bool, tell: Callable[[str], None]
 ) -> Any:
     """Runs the recipe's supervised format warm start and returns the warm-started model."""
-    from conductor_env.agents.warmstart import WARM_START_SUBTASK, domain_preamble, format_warm_start
+    from conductor_env.agents.training.warmstart import WARM_START_SUBTASK, domain_preamble, format_warm_start
 
     tell(f"format warm start: {recipe.format_warmup_steps} supervised steps on rendered workflows")
     warm_bar = None
     if progress:
-        from conductor_env.agents.progress import StepBar
+        from conductor_env.agents.training.progress import StepBar
 
         warm_bar = StepBar("warm start", recipe.format_warmup_steps)
     try:
@@ -262,10 +263,10 @@ def _format_warm_start(
 
 
 def _use_rich_progress(trainer: Any, max_steps: int) -> Any:
-    """Replaces TRL's progress bar and log lines with a :class:`~conductor_env.agents.progress.RichProgress`."""
+    """Replaces TRL's progress bar and log lines with a :class:`~conductor_env.agents.training.progress.RichProgress`."""
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-    from conductor_env.agents.progress import RichProgress
+    from conductor_env.agents.training.progress import RichProgress
 
     trainer.remove_callback(ProgressCallback)
     trainer.remove_callback(PrinterCallback)
@@ -276,14 +277,14 @@ def _use_rich_progress(trainer: Any, max_steps: int) -> Any:
 
 def _heldout_rows(recipe: GRPORecipe, heldout_factory: EnvFactory, prompt_builder: PromptBuilder) -> list[dict[str, Any]]:
     """The held-out questions, the same before and after GRPO."""
-    from conductor_env.agents.heldout import heldout_rows
+    from conductor_env.agents.training.heldout import heldout_rows
 
     return heldout_rows(heldout_factory, recipe.heldout_questions, prompt_builder)
 
 
 def _evaluate_heldout(trainer: Any, recipe: GRPORecipe, heldout_factory: EnvFactory, rows: list[dict[str, Any]]) -> Any:
-    """Plays the trainer's current model on the held-out rows (a :class:`~conductor_env.agents.heldout.HeldOut`)."""
-    from conductor_env.agents.heldout import evaluate_heldout
+    """Plays the trainer's current model on the held-out rows (a :class:`~conductor_env.agents.training.heldout.HeldOut`)."""
+    from conductor_env.agents.training.heldout import evaluate_heldout
 
     return evaluate_heldout(
         trainer.model, trainer.processing_class, heldout_factory, rows, samples=recipe.heldout_samples,
@@ -299,7 +300,7 @@ def _save_run(trainer: Any, reward: ConductorReward, recipe: GRPORecipe, *, befo
     rewards = logged_rewards(trainer.state.log_history)
     curve_path = None
     if rewards:
-        from conductor_env.agents.progress import plot_reward_curve
+        from conductor_env.agents.training.progress import plot_reward_curve
 
         curve_path = str(
             plot_reward_curve(

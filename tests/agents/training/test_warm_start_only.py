@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conductor_env.agents.grpo.recipe import GRPORecipe
-from conductor_env.agents.grpo.saving import CONDUCTOR_CONFIG
-from conductor_env.agents.grpo.trainer import save_warm_start
+from conductor_env.agents.training.recipe import GRPORecipe
+from conductor_env.agents.shipped import CONDUCTOR_CONFIG
+from conductor_env.agents.training.trainer import save_warm_start
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.cli import main
@@ -31,8 +31,8 @@ def test_a_recipe_without_a_warm_start_is_refused_before_any_model_loads(tmp_pat
 def test_the_saved_warm_start_is_a_conductor_that_plays_and_trains(tmp_path):
     import torch
     from conductor_env.agents import make_policy
-    from conductor_env.agents.grpo.model import resolve_model_path
-    from conductor_env.agents.grpo.trainer import build_trainer
+    from conductor_env.agents.training.model import resolve_model_path
+    from conductor_env.agents.training.trainer import build_trainer
     from safetensors.torch import load_file
 
     setup = EnvSetup.from_id("Conductor-RG-v0", pool="orchestra", split="train", suite_options=SMALL_RG, examples="none", show_names=True)

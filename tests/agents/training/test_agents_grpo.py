@@ -13,11 +13,11 @@ import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.envs import EnvSetup
 from conductor_env.agents import make_policy
 from conductor_env.agents.base import Policy
-from conductor_env.agents.grpo.data import build_dataset
-from conductor_env.agents.grpo.recipe import GRPORecipe, grpo_config
-from conductor_env.agents.grpo.reward import EPISODES_FILE, REWARD_NAME, ConductorReward, EnvFactory
-from conductor_env.agents.grpo.saving import logged_rewards
-from conductor_env.agents.grpo.trainer import build_trainer
+from conductor_env.agents.training.data import build_dataset
+from conductor_env.agents.training.recipe import GRPORecipe, grpo_config
+from conductor_env.agents.training.reward import EPISODES_FILE, REWARD_NAME, ConductorReward, EnvFactory
+from conductor_env.agents.training.saving import logged_rewards
+from conductor_env.agents.training.trainer import build_trainer
 from conductor_env.rewards import round_credit
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
@@ -142,7 +142,7 @@ def test_reward_is_the_envs_and_infra_errors_are_none(factory):
 def test_identical_groups_are_counted_per_group_whatever_the_batch_spread():
     """TRL's ``frac_reward_zero_std`` reads the batch's spread under ``scale_rewards="batch"``; the
     reward's own count must still see two collapsed groups among three."""
-    from conductor_env.agents.grpo.reward import identical_group_share
+    from conductor_env.agents.training.reward import identical_group_share
 
     groups = [("a", 1)] * 3 + [("b", 2)] * 3 + [("c", 3)] * 3
     rewards = [0.9, 0.9, 0.9, 0.2, 0.2, 0.2, 0.5, 1.0, 0.5]
@@ -153,12 +153,12 @@ def test_identical_groups_are_counted_per_group_whatever_the_batch_spread():
 
 
 def test_the_package_re_exports_the_public_api():
-    import conductor_env.agents.grpo as grpo
-    from conductor_env.agents.grpo import data, model, prompts, recipe, reward, saving, trainer
+    import conductor_env.agents.training as grpo
+    from conductor_env.agents.training import data, model, recipe, reward, saving, trainer
 
     assert (grpo.GRPORecipe, grpo.train_grpo, grpo.build_trainer) == (recipe.GRPORecipe, trainer.train_grpo, trainer.build_trainer)
     assert (grpo.build_dataset, grpo.ConductorReward, grpo.EnvFactory) == (data.build_dataset, reward.ConductorReward, reward.EnvFactory)
-    assert (grpo.ModelPolicy, grpo.compact_prompt, grpo.CONDUCTOR_CONFIG) == (model.ModelPolicy, prompts.compact_prompt, saving.CONDUCTOR_CONFIG)
+    assert (grpo.load_tokenizer, grpo.save_conductor) == (model.load_tokenizer, saving.save_conductor)
     assert all(hasattr(grpo, name) for name in grpo.__all__)
 
 
@@ -208,7 +208,7 @@ def test_the_parse_error_recorded_is_the_trained_completions_not_the_follow_ups(
 
 
 def test_warm_start_rows_cover_every_worker_once(factory):
-    from conductor_env.agents.warmstart import warm_start_rows
+    from conductor_env.agents.training.warmstart import warm_start_rows
     from conductor_env.workflow import parse_workflow
 
     groups = warm_start_rows(factory, limit=3, seed=1)
@@ -225,7 +225,7 @@ def test_warm_start_rows_cover_every_worker_once(factory):
 
 
 def test_compact_prompt_keeps_the_workers_and_the_task(factory):
-    from conductor_env.agents.grpo.prompts import compact_prompt, prompt_builder_of
+    from conductor_env.agents.prompts import compact_prompt, prompt_builder_of
     from conductor_env.cli import build_parser
     from conductor_env.cli.train import recipe_from_args
 
@@ -315,7 +315,7 @@ def test_compact_lm_head_on_cpu_gives_the_same_log_probs():
     from transformers import AutoModelForCausalLM
     from trl.trainer import utils as trl_utils
 
-    from conductor_env.agents.grpo.model import resolve_model_path, score_only_completions_on_cpu
+    from conductor_env.agents.training.model import resolve_model_path, score_only_completions_on_cpu
 
     model = AutoModelForCausalLM.from_pretrained(resolve_model_path("gemma3-270m"), dtype=torch.float32)
     trl_utils.add_fused_lm_head(model, outputs=("log_probs", "entropy"))

@@ -1,6 +1,6 @@
 """A saved Conductor as a small LoRA adapter over its base model, instead of a full model folder.
 
-A Conductor trained with LoRA (and merged at save, :func:`~conductor_env.agents.grpo.saving.save_conductor`)
+A Conductor trained with LoRA (and merged at save, :func:`~conductor_env.agents.training.saving.save_conductor`)
 differs from its base only in a few ``nn.Linear`` weights, each by a low-rank matrix.
 :func:`export_adapter` finds those differences, factors each one with a truncated SVD, and
 writes a standard PEFT LoRA folder (``adapter_config.json`` + ``adapter_model.safetensors``,
@@ -10,7 +10,7 @@ merging the adapter into the base (:mod:`conductor_env.workers.local_adapter`).
 Any other difference (embeddings, norms, a weight whose delta has a rank above ``max_rank``) cannot
 be held by a LoRA adapter, and the export refuses it, naming the tensors; with ``truncate`` a delta
 of higher rank is cut to its largest directions instead (lossy). Finding and factoring the deltas:
-:mod:`conductor_env.agents.grpo.weight_delta`.
+:mod:`conductor_env.agents.training.weight_delta`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conductor_env.agents.grpo.saving import CONDUCTOR_CONFIG
-from conductor_env.agents.grpo.weight_delta import LowRank, WeightDelta, low_rank_factors, weight_deltas
+from conductor_env.agents.shipped import CONDUCTOR_CONFIG
+from conductor_env.agents.training.weight_delta import LowRank, WeightDelta, low_rank_factors, weight_deltas
 from conductor_env.workers.local_adapter import ADAPTER_CONFIG, is_adapter_folder
 
 #: PEFT's adapter weights file.

@@ -2,7 +2,7 @@
 
 :func:`weight_deltas` reads the two safetensors folders one tensor at a time and returns each
 changed ``nn.Linear`` weight's delta; :func:`low_rank_factors` factors a delta as ``B @ A`` with an
-SVD at its exact rank (or cut to a largest rank, saying what the cut left out). :mod:`conductor_env.agents.grpo.adapter` writes the factors as a PEFT LoRA adapter.
+SVD at its exact rank (or cut to a largest rank, saying what the cut left out). :mod:`conductor_env.agents.training.adapter` writes the factors as a PEFT LoRA adapter.
 """
 
 from __future__ import annotations

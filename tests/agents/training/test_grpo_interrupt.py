@@ -11,8 +11,8 @@ import pytest
 from transformers import TrainerCallback
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.agents.grpo.recipe import GRPORecipe
-from conductor_env.agents.grpo.trainer import train_grpo
+from conductor_env.agents.training.recipe import GRPORecipe
+from conductor_env.agents.training.trainer import train_grpo
 from conductor_env.envs import EnvSetup
 
 SMALL_RG = {"datasets": ["basic_arithmetic", "spell_backward"], "size": 3}

@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from conductor_env.agents.grpo.recipe import GRPORecipe
-from conductor_env.agents.grpo.prompts import PROMPTS
+from conductor_env.agents.training.recipe import GRPORecipe
+from conductor_env.agents.prompts import PROMPTS
 
 #: A Hugging Face hub id (``org/name``), which may be downloaded on first use.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")

@@ -21,9 +21,9 @@ import time
 from typing import Any, Callable
 
 from conductor_env.agents.baselines import build_workflow, worker_ids
-from conductor_env.agents.grpo.model import load_tokenizer, lora_config
-from conductor_env.agents.grpo.prompts import PromptBuilder, full_prompt
-from conductor_env.agents.grpo.reward import EnvFactory
+from conductor_env.agents.training.model import load_tokenizer, lora_config
+from conductor_env.agents.prompts import PromptBuilder, full_prompt
+from conductor_env.agents.training.reward import EnvFactory
 from conductor_env.agents.workflow_shapes import PLAN_ORDERS, WARM_START_SHAPES, Shape, plan_text, shape_label
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """The GRPO training dataset: one conversational row per problem, replayable in the env.
 
-Each row keeps ``problem_id`` and ``episode_seed``, so :class:`~conductor_env.agents.grpo.reward.ConductorReward`
+Each row keeps ``problem_id`` and ``episode_seed``, so :class:`~conductor_env.agents.training.reward.ConductorReward`
 resets every completion of a GRPO group to the same question, sub-pool and worker sampling seeds.
 """
 
@@ -10,8 +10,8 @@ import itertools
 import random
 from typing import Any, Mapping, Sequence, TypeVar
 
-from conductor_env.agents.grpo.prompts import PromptBuilder, chat_messages, full_prompt
-from conductor_env.agents.grpo.reward import EnvFactory
+from conductor_env.agents.prompts import PromptBuilder, chat_messages, full_prompt
+from conductor_env.agents.training.reward import EnvFactory
 from conductor_env.env import ConductorEnv
 
 

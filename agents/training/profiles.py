@@ -1,7 +1,7 @@
 """Training profiles of ``conductor-env train grpo``: the paper's hyperparameters on a GPU, one that
 fits a CPU, and the paper's whole setup (``--recipe paper``).
 
-A profile is a named set of :class:`~conductor_env.agents.grpo.recipe.GRPORecipe` fields.
+A profile is a named set of :class:`~conductor_env.agents.training.recipe.GRPORecipe` fields.
 
 - ``gpu`` is the recipe's own defaults: the paper's hyperparameters (200 steps of 4 questions x
   64 samples, lr 1e-6 cosine, ...) but *not* the paper's model, data or workers: it trains the
@@ -54,7 +54,7 @@ class Profile:
     Attributes:
         name: ``gpu`` or ``cpu`` (the ``--profile`` value).
         summary: What the profile is, in a few words (printed at start).
-        settings: :class:`~conductor_env.agents.grpo.recipe.GRPORecipe` fields that differ from the
+        settings: :class:`~conductor_env.agents.training.recipe.GRPORecipe` fields that differ from the
             recipe's defaults (empty: the paper's recipe).
     """
 
