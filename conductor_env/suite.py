@@ -8,7 +8,7 @@ from __future__ import annotations
 import abc
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,10 @@ class TaskSuite(abc.ABC):
     #: "public"``); suites that can hold such problems take it as the ``allow_public_only`` option
     #: (see :func:`conductor_env.tasks.public_tests.check_training_use`).
     allow_public_only: bool = False
+    #: Whether the verifier runs the answers as programs, so the suite takes a ``sandbox=`` option.
+    #: The env setup reads it from the registered factory (a class, or a function carrying the
+    #: attribute) before building the suite; a suite without it runs no code and gets no sandbox.
+    runs_code: ClassVar[bool] = False
 
     @abc.abstractmethod
     def problems(self, split: str | None = None) -> Sequence[Problem]:

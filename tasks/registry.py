@@ -97,6 +97,19 @@ def get_suite(name: str | TaskSuite, **options: Any) -> TaskSuite:
     """
     if isinstance(name, TaskSuite):
         return name
+    factory = suite_factory(name)
+    try:
+        return factory(**options)
+    except TypeError as error:
+        raise SuiteError(f"suite {name!r} rejected its options {sorted(options)}: {error}") from error
+
+
+def suite_factory(name: str) -> SuiteFactory:
+    """Returns the registered factory of a suite, importing it when registered as ``"module:attr"``.
+
+    Raises:
+        SuiteError: For an unknown name (listing the known ones).
+    """
     key = name.lower()
     if key not in _FACTORIES:
         discover_entry_points()
@@ -106,7 +119,21 @@ def get_suite(name: str | TaskSuite, **options: Any) -> TaskSuite:
     if isinstance(factory, str):
         module_name, _, attr = factory.partition(":")
         factory = getattr(importlib.import_module(module_name), attr)
-    try:
-        return factory(**options)
-    except TypeError as error:
-        raise SuiteError(f"suite {name!r} rejected its options {sorted(options)}: {error}") from error
+    return factory
+
+
+def suite_runs_code(name: str | TaskSuite) -> bool:
+    """Whether a suite declares that it runs code (:attr:`TaskSuite.runs_code`), read without building it.
+
+    Args:
+        name: A registered name, or a suite instance.
+
+    Returns:
+        The ``runs_code`` attribute of the instance or of the registered factory (a suite class,
+        or a function that carries it); ``False`` when the factory does not declare it.
+
+    Raises:
+        SuiteError: For an unknown name.
+    """
+    source = name if isinstance(name, TaskSuite) else suite_factory(name)
+    return getattr(source, "runs_code", False) is True

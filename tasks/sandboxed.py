@@ -126,6 +126,8 @@ class SandboxedSuite(TaskSuite):
     or closes this suite's sandbox.
     """
 
+    runs_code = True
+
     def __init__(self, *, sandbox: SandboxRef = "auto", limits: Limits | Mapping[str, Any] | None = None) -> None:
         if not isinstance(sandbox, (str, Sandbox)):
             raise SuiteError(f"sandbox must be a name or a Sandbox, got {type(sandbox).__name__}")

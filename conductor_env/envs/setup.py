@@ -26,7 +26,7 @@ from conductor_env.env import ConductorEnv
 from conductor_env.event_loop import run_sync
 from conductor_env.options import EnvOptionError, EnvOptions
 from conductor_env.suite import TaskSuite
-from conductor_env.tasks.registry import SuiteError, env_id_for, get_suite
+from conductor_env.tasks.registry import env_id_for, get_suite, suite_runs_code
 from conductor_env.workers.pool import WorkerPool, load_pool
 
 #: The gym entry point of every Conductor id (:func:`conductor_env.tasks.register_suite` registers it).
@@ -193,13 +193,11 @@ class EnvSetup:
         return suite, notes
 
     def _suite_with_sandbox(self, options: dict[str, Any], notes: list[str]) -> TaskSuite:
+        """Builds the suite, passing the sandbox only to a suite that declares it runs code."""
         if self.sandbox is None or not isinstance(self.suite, str):
             return get_suite(self.suite, **options)
-        try:
+        if suite_runs_code(self.suite):
             return get_suite(self.suite, **options, sandbox=self.sandbox)
-        except SuiteError as error:
-            if not isinstance(error.__cause__, TypeError) or "sandbox" not in str(error.__cause__):
-                raise
         notes.append(f"suite {self.suite_name!r} runs no code, so sandbox={self.sandbox!r} is ignored")
         return get_suite(self.suite, **options)
 

@@ -119,6 +119,7 @@ class MixSuite(TaskSuite):
 
     name = "mix"
     default_split = "train"
+    runs_code = True  # its LiveCodeBench source runs programs in the sandbox
 
     def __init__(
         self,

@@ -17,6 +17,9 @@ from conductor_env.envs import ENTRY_POINT, EnvSetup, SetupError, conductor_env_
 from conductor_env.envs.vector import ConductorVectorEnv
 from conductor_env.event_loop import run_sync
 from conductor_env.options import EnvOptionError, EnvOptions
+from conductor_env.suite import Problem, Score, TaskSuite
+from conductor_env.tasks import registry
+from conductor_env.tasks.registry import SuiteError, register_suite, suite_runs_code
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.pool import BACKENDS, WorkerPool
 
@@ -71,6 +74,70 @@ def test_a_sandbox_for_a_suite_that_runs_no_code_is_ignored_with_a_warning():
     with pytest.warns(UserWarning, match="runs no code"):
         env = setup.make()
     env.close()
+
+
+class _OneProblemSuite(TaskSuite):
+    """A user suite registered without ``runs_code``: it takes no sandbox."""
+
+    name = "one-problem"
+    built_with: list[dict] = []
+
+    def __init__(self, **options):
+        type(self).built_with.append(options)
+
+    def problems(self, split=None):
+        return [Problem(id="0", question="What is 2 + 2?", domain="math", answer="4")]
+
+    def verify(self, problem, answer):
+        return Score(answer.strip() == "4", float(answer.strip() == "4"))
+
+
+class _OneProgramSuite(_OneProblemSuite):
+    """A user suite that declares it runs code, so it is handed the sandbox."""
+
+    name = "one-program"
+    runs_code = True
+    built_with: list[dict] = []
+
+
+@pytest.fixture
+def user_suites():
+    """Registers suites for one test and forgets them (and their gym ids) after it."""
+    names: list[str] = []
+
+    def register(name, factory):
+        names.append(name)
+        return register_suite(name, factory, override=True)
+
+    yield register
+    for name in names:
+        registry._FACTORIES.pop(name, None)
+        gym.registry.pop(registry._ENV_IDS.pop(name), None)
+
+
+def test_the_sandbox_goes_only_to_suites_that_declare_they_run_code(user_suites):
+    assert all(suite_runs_code(name) for name in ("lcb", "humaneval", "bigcodebench", "mix"))
+    assert not any(suite_runs_code(name) for name in ("rg", "math500", "gpqa", "mmlu", "rlpr", "aime"))
+    user_suites("one-problem", _OneProblemSuite)
+    user_suites("one-program", _OneProgramSuite)
+    plain, notes = EnvSetup(suite="one-problem", pool="simulated", sandbox="docker").build_suite()
+    assert _OneProblemSuite.built_with == [{}]  # built once, never tried with the sandbox
+    assert notes == ["suite 'one-problem' runs no code, so sandbox='docker' is ignored"]
+    coder, notes = EnvSetup(suite="one-program", pool="simulated", sandbox="local").build_suite()
+    assert _OneProgramSuite.built_with == [{"sandbox": "local"}] and notes == []
+    assert suite_runs_code(coder) and not suite_runs_code(plain)
+
+
+def test_a_function_factory_declares_running_code_by_its_attribute(user_suites):
+    def factory(**options):
+        return _OneProgramSuite(**options)
+
+    user_suites("one-program-fn", factory)
+    assert not suite_runs_code("one-program-fn")  # undeclared: runs no code
+    factory.runs_code = True  # type: ignore[attr-defined]
+    assert suite_runs_code("one-program-fn")
+    with pytest.raises(SuiteError, match="unknown suite"):
+        suite_runs_code("no-such-suite")
 
 
 def test_gym_make_and_the_vector_env_build_the_same_episode():
