@@ -11,7 +11,8 @@ zero-shot as the Conductor: its parse rate is the figure of interest.
 HumanEval runs its tests in a sandbox (``--sandbox auto``: Docker when the daemon and image are
 there, else the local sandbox) and uses the ``local`` pool (three Gemma 3 270M workers with
 different sampling), with a short output limit to keep CPU time bounded.
-Writes benchmarks/results/baselines.json.
+Writes the figures to ``--out`` (default: a file under the system's temporary folder; the
+recorded run is benchmarks/results/baselines.json).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import tempfile
 import statistics
 import time
 from pathlib import Path
@@ -29,7 +31,6 @@ from conductor_env.agents import make_policy
 from conductor_env.event_loop import run_sync
 from conductor_env.workers.pool import load_pool
 
-HERE = Path(__file__).resolve().parent
 
 SPECS = [
     "single:0", "single:1", "single:2", "random", "template:plan-solve-verify", "template:parallel-judge",
@@ -93,7 +94,7 @@ def main() -> None:
     parser.add_argument("--sandbox", default="auto")
     parser.add_argument("--policies", nargs="+", default=SPECS, help="policy specs to run (default: every baseline)")
     parser.add_argument("--merge", action="store_true", help="add these policies' rows to an existing --out file")
-    parser.add_argument("--out", default=str(HERE / "results" / "baselines.json"))
+    parser.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "conductor-env-bench" / "baselines.json"), help="where to write the figures")
     args = parser.parse_args()
     out = Path(args.out)
     figures: dict[str, dict] = json.loads(out.read_text(encoding="utf-8")) if args.merge and out.exists() else {}

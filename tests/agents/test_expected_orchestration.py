@@ -1,10 +1,9 @@
-"""Issue 16: ``benchmarks/expected_orchestration.py`` scores played episodes on a simulated pool by
-the exact expected reward of the workflow written, checked against episodes played by the real
-``conductor-env eval`` and the env, with episodes built to be paid more than their workers earn."""
+"""The exact expected reward of played episodes on a simulated pool (``conductor_env.evaluation.expected``),
+checked against episodes played by the real ``conductor-env eval`` and the env, with episodes built
+to be paid more than their workers earn."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -14,39 +13,48 @@ import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.agents.training.recipe import recipe_from_settings
-from conductor_env.agents.training.profiles import ORCHESTRA_JUDGE_POOL, RECIPES, recipe_settings
+from conductor_env.agents.training.profiles import CPU_DATASETS, ORCHESTRA_JUDGE_POOL, RECIPES, recipe_settings
+from conductor_env.cli.demo import ORCHESTRA_BASELINES
+from conductor_env.evaluation import expected as expected_module
+from conductor_env.evaluation import oracle as oracle_module
 from conductor_env.evaluation.records import EpisodeSpec, episode_record, round_record
 from conductor_env.rewards import RewardScheme
 
-ROOT = Path(__file__).resolve().parents[2]
+#: The orchestrate recipes' held-out env options (cost_aware reward, price weight 1, at most 3 steps).
+ENV_OPTIONS = {"examples": "none", "show_names": "true", "reward": "cost_aware", "price_weight": "1.0", "max_steps": "3"}
 
 
-def load(name: str):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def eval_command(out: Path, policies: list[str], *, seed: int, n: int, samples: int) -> list[str]:
+    """The ``conductor-env eval`` command line of the orchestrate-judge recipe's held-out env."""
+    command = [
+        str(Path(sys.executable).with_name("conductor-env")), "eval", "--env", "Conductor-RG-v0", "--pool", ORCHESTRA_JUDGE_POOL,
+        "--split", "validation", "--n", str(n), "--samples", str(samples), "--concurrency", "64", "--seed", str(seed), "--out", str(out),
+        "--suite-option", f"datasets={json.dumps(list(CPU_DATASETS))}", "--suite-option", "size=20", "--suite-option", "allow_gameable=true",
+    ]
+    for key, value in ENV_OPTIONS.items():
+        command += ["--env-option", f"{key}={value}"]
+    for policy in policies:
+        command += ["--policy", policy]
+    return command
 
 
 @pytest.fixture(scope="module")
 def expected():
-    return load("expected_orchestration")
+    return expected_module
 
 
 @pytest.fixture(scope="module")
 def oracle():
-    return load("oracle_orchestration")
+    return oracle_module
 
 
 @pytest.fixture(scope="module")
 def played(tmp_path_factory) -> list[dict]:
     """Every fixed baseline, 30 held-out questions x 4 samples, played by the real eval CLI on the
     ``orchestra-judge`` pool in canonical order."""
-    bench = load("bench_orchestration")
     out = tmp_path_factory.mktemp("eval") / "baselines"
-    subprocess.run(bench.eval_command(str(out), bench.BASELINES, seed=3, n=30, subpool_size=None, pool=ORCHESTRA_JUDGE_POOL, samples=4), check=True, capture_output=True)
-    return load("expected_orchestration").read_rows(out / "results.jsonl")
+    subprocess.run(eval_command(out, list(ORCHESTRA_BASELINES), seed=3, n=30, samples=4), check=True, capture_output=True)
+    return expected_module.read_rows(out / "results.jsonl")
 
 
 @pytest.fixture(scope="module")
@@ -152,25 +160,17 @@ def test_an_episode_the_reward_cannot_explain_is_refused(expected, oracle, env):
         expected.episode_expectation(failed, workers)
 
 
-def test_the_command_line_writes_the_expectations_and_the_gaps(expected, played, tmp_path, capsys):
-    folder = tmp_path / "eval"
-    folder.mkdir()
-    (folder / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in played), encoding="utf-8")
-    expected.main([str(folder), "--pool", ORCHESTRA_JUDGE_POOL, "--paired-with", str(folder), "--json", str(tmp_path / "out.json")])
-    report = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
-    assert set(report["policies"]) == {row["policy"] for row in played}
-    assert report["paired_gaps"]["single:0"]["single:1"]["questions"] == 30
-    assert "single:0 minus single:1" in capsys.readouterr().out
+def test_the_report_holds_every_policy_and_the_gaps_between_them(expected, played):
+    report = expected.summary(played, pool=ORCHESTRA_JUDGE_POOL)
+    assert set(report) == {row["policy"] for row in played}
+    assert all(row["questions"] == 30 and row["ci95"][0] <= row["expected_reward"] <= row["ci95"][1] for row in report.values())
+    assert expected.paired_gaps(played, played, "single:0", ORCHESTRA_JUDGE_POOL)["single:1"]["questions"] == 30
 
 
-def test_the_orchestration_bench_pairs_in_expectation_and_declines_other_rewards(expected, played, tmp_path):
-    bench = load("bench_orchestration")
-    results = tmp_path / "results.jsonl"
-    results.write_text("".join(json.dumps(row) + "\n" for row in played), encoding="utf-8")
-    gaps = bench.expected_paired_gaps(str(results), str(results), "reflect:2:3", ORCHESTRA_JUDGE_POOL)
-    assert gaps == expected.paired_gaps(played, played, "reflect:2:3", ORCHESTRA_JUDGE_POOL)
+def test_pairing_in_expectation_declines_other_rewards(expected, played):
+    gaps = expected.paired_gaps(played, played, "reflect:2:3", ORCHESTRA_JUDGE_POOL)
     assert "single:0" in gaps and "reflect:2:3" not in gaps
     # An episode paid more than the cost_aware scheme gives its outcome cannot be scored in expectation.
     inflated = [dict(row, reward=float(row["reward"]) + 0.25) if row["policy"] == "single:1" else row for row in played]
-    results.write_text("".join(json.dumps(row) + "\n" for row in inflated), encoding="utf-8")
-    assert bench.expected_paired_gaps(str(results), str(results), "reflect:2:3", ORCHESTRA_JUDGE_POOL) is None
+    with pytest.raises(expected.UnexplainedEpisode):
+        expected.paired_gaps(inflated, inflated, "reflect:2:3", ORCHESTRA_JUDGE_POOL)

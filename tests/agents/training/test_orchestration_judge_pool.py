@@ -4,7 +4,6 @@ played episodes is checked for both pools in ``test_orchestration_recipe.py``)."
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -12,14 +11,12 @@ import pytest
 from conductor_env.agents.training.profiles import ORCHESTRA_JUDGE_POOL, ORCHESTRA_POOL, RECIPES, recipe_settings
 from conductor_env.workers.pool import load_pool
 
-ROOT = Path(__file__).resolve().parents[3]
-
 
 @pytest.fixture(scope="module")
 def oracle():
-    spec = importlib.util.spec_from_file_location("oracle_orchestration", ROOT / "benchmarks" / "oracle_orchestration.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """The closed-form oracle of a simulated pool (docs/ORCHESTRATION.md)."""
+    from conductor_env.evaluation import oracle as module
+
     return module
 
 

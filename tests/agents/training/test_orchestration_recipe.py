@@ -1,35 +1,35 @@
-"""Issue 16: the ``orchestrate`` recipe, its multi-shape warm start, and the closed-form oracle of
+"""The ``orchestrate`` recipe, its multi-shape warm start, and the closed-form oracle of
 the ``orchestra`` pool checked against episodes played in the real env."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import re
 from collections import defaultdict
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Iterator
 
 import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.agents.baselines import build_workflow
+from conductor_env.cli.demo import ORCHESTRA_BASELINES
+from conductor_env.evaluation.oracle import training_oracle
+from conductor_env.evaluation.strategy import (
+    applicable, plan_code_disagreement, planned_workers, played_paired_gaps, rounds_summary, strategy_markdown, strategy_summary,
+)
+from conductor_env.evaluation.training_samples import training_strategy, training_subpools
 from conductor_env.agents.training.recipe import recipe_from_settings
 from conductor_env.agents.training.reward import EnvFactory
 from conductor_env.agents.training.profiles import ORCHESTRA_POOL, RECIPES, recipe_settings
 from conductor_env.agents.training.warmstart import WARM_START_SHAPES, domain_preamble, plan_text, shape_label, warm_start_rows
 from conductor_env.workflow import parse_workflow
 
-ROOT = Path(__file__).resolve().parents[3]
-
-
 def oracle_module():
-    spec = importlib.util.spec_from_file_location("oracle_orchestration", ROOT / "benchmarks" / "oracle_orchestration.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The closed-form oracle of a simulated pool (docs/ORCHESTRATION.md)."""
+    from conductor_env.evaluation import oracle
+
+    return oracle
 
 
 @pytest.fixture(scope="module")
@@ -262,27 +262,18 @@ def test_the_roster_prompt_gives_each_id_after_its_name(recipe):
     assert roster_prompt({"workers": "", "question": "q"}) == compact_prompt({"workers": "", "question": "q"})
 
 
-def bench_module():
-    spec = importlib.util.spec_from_file_location("bench_orchestration", ROOT / "benchmarks" / "bench_orchestration.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_sub_pool_benchmarks_leave_out_baselines_that_name_a_missing_id():
-    bench = bench_module()
-    on_two = [p for p in bench.BASELINES if bench.applicable(p, 2)]
+    on_two = [p for p in ORCHESTRA_BASELINES if applicable(p, 2)]
     assert "single:2" not in on_two and "reflect:2:3" not in on_two
     assert {"single:0", "single:1", "reflect:1:3", "random", "moa:2", "template:parallel-judge:2"} <= set(on_two)
-    assert [p for p in bench.BASELINES if bench.applicable(p, None)] == list(bench.BASELINES)
-    assert [p for p in bench.BASELINES if bench.applicable(p, 3)] == list(bench.BASELINES)
+    assert [p for p in ORCHESTRA_BASELINES if applicable(p, None)] == list(ORCHESTRA_BASELINES)
+    assert [p for p in ORCHESTRA_BASELINES if applicable(p, 3)] == list(ORCHESTRA_BASELINES)
 
 
 def test_the_summary_reads_two_round_episodes_that_keep_revise_or_fail_to_parse(recipe, tmp_path):
     """``bench_orchestration.py --max-rounds 2``: a second round may keep the answer (no steps)."""
     from conductor_env.evaluation.records import EpisodeSpec, episode_record, round_record
 
-    bench = bench_module()
     env = recipe.setup.replace(subpool_size=None, max_rounds=2).make()
     first = build_workflow([(0, "Solve it.", False), (0, "Solve it.", False), (2, "Pick the correct answer.", True)]).render()
     seconds = ["model_id = []\nsubtasks = []\naccess_list = []", build_workflow([(1, "Solve it.", False)]).render(), "no lists"]
@@ -303,47 +294,11 @@ def test_the_summary_reads_two_round_episodes_that_keep_revise_or_fail_to_parse(
         env.close()
     results = tmp_path / "results.jsonl"
     results.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
-    domains = bench.summarize(str(results))["scripted"]["domains"].values()
+    domains = strategy_summary(str(results))["scripted"]["domains"].values()
     kept = [d for d in domains if "kept" in d["shapes"]]
     assert len(kept) == 1 and "(kept the earlier answer)" in kept[0]["top_patterns"]
-    rounds = bench.rounds_summary(str(results))["scripted"]
+    rounds = rounds_summary(str(results))["scripted"]
     assert (rounds["episodes"], rounds["round2_kept"], rounds["round2_unparsed"]) == (3, 0.3333, 0.3333)  # rounded to 4 places
-
-
-def probe_module():
-    spec = importlib.util.spec_from_file_location("probe_warm_start", ROOT / "benchmarks" / "probe_warm_start.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_probe_reads_the_targets_shares_at_each_branch_of_the_answer_first_plan():
-    probe = probe_module()
-    uniform, weighted = probe.target_shares("orchestrate"), probe.target_shares("orchestrate-cheap-judge")
-    # Six targets: flash, solver, and four answered by the checker (alone, two judges, a verifier).
-    assert uniform["Plan: -> checker"] == 0.667 and uniform["Plan: checker=N -> ."] == 0.25
-    assert uniform["Plan: checker=N reads -> flash"] == 0.333 and uniform["P(checker reads flash)"] == 0.167
-    # The cheap judge three times in eight targets.
-    assert weighted["P(checker reads flash)"] == 0.375 and weighted["Plan: checker=N reads -> flash"] == 0.6
-
-
-def test_the_probe_reads_every_domain_even_for_a_few_prompts():
-    """A split lists one domain after another; the probe's first n prompts must not all be math."""
-    probe = probe_module()
-    problems = [SimpleNamespace(id=f"{d}{i}", domain=d) for d in ("math", "language", "reasoning") for i in range(5)]
-    taken = [p.id for p in probe.spread_over_domains(problems, 7)]
-    assert taken == ["math0", "language0", "reasoning0", "math1", "language1", "reasoning1", "math2"]
-    assert len(probe.spread_over_domains(problems[:2], 7)) == 2  # fewer when the split has fewer
-
-
-def test_the_copy_probe_reads_each_code_id_with_its_role():
-    probe = probe_module()
-    judged = "Domain: math. Plan: checker=0 reads flash=2, flash=2.\nmodel_id = [2, 2, 0]\nsubtasks = []"
-    ids = probe.code_ids(judged)
-    assert [(i, role) for _, i, role in ids] == [(2, "attempt"), (2, "attempt"), (0, "answer")]
-    assert all(judged[offset] == str(i) for offset, i, _ in ids)  # offsets point at the code line, not the plan
-    assert [(i, role) for _, i, role in probe.code_ids("Plan: solver=1.\nmodel_id = [1]")] == [(1, "single")]
-    assert probe.code_ids("Plan: solver=1. no lists") == []
 
 
 def test_the_domain_preamble_names_the_episodes_domain():
@@ -355,7 +310,6 @@ def test_the_summary_splits_sub_pool_episodes_by_the_workers_they_showed(recipe,
     id) and the oracle on the same episodes."""
     from conductor_env.evaluation.records import EpisodeSpec, episode_record, round_record
 
-    bench = bench_module()
     env = recipe.setup.replace(subpool_size=2).make()
     records, expected = [], defaultdict(list)
     try:
@@ -374,7 +328,7 @@ def test_the_summary_splits_sub_pool_episodes_by_the_workers_they_showed(recipe,
         env.close()
     results = tmp_path / "results.jsonl"
     results.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
-    summary = bench.summarize(str(results), "orchestra-judge")["scripted"]
+    summary = strategy_summary(str(results), "orchestra-judge")["scripted"]
     assert set(summary["subpools"]) == set(expected) == {"checker,flash", "checker,solver", "flash,solver"}
     for names, outcomes in expected.items():
         group = summary["subpools"][names]
@@ -382,12 +336,11 @@ def test_the_summary_splits_sub_pool_episodes_by_the_workers_they_showed(recipe,
         assert group["reward"] == pytest.approx(sum(r for r, _ in outcomes) / len(outcomes), abs=1e-4)
         assert group["unparsed"] == pytest.approx(sum(u for _, u in outcomes) / len(outcomes), abs=1e-3)
         assert 0 < group["unparsed"] < 1 and group["reward"] < group["oracle_same_episodes"]
-    assert "| `scripted` | checker,flash |" in bench.markdown(bench.summarize(str(results), "orchestra-judge"))
+    assert "| `scripted` | checker,flash |" in strategy_markdown(strategy_summary(str(results), "orchestra-judge"))
 
 
 @pytest.mark.parametrize("file_name", ["rewards.json", "episodes.jsonl"])
 def test_training_samples_split_by_the_sub_pool_each_group_was_shown(tmp_path, file_name):
-    bench = bench_module()
     def episode(step, names, reward, parse_error=None):
         return {"step": step, "worker_map": {str(i): n for i, n in enumerate(names)}, "reward": reward, "parse_error": parse_error}
     episodes = [
@@ -396,7 +349,7 @@ def test_training_samples_split_by_the_sub_pool_each_group_was_shown(tmp_path, f
     ]
     path = tmp_path / file_name
     path.write_text(json.dumps({"episodes": episodes}) if file_name.endswith(".json") else "".join(json.dumps(e) + "\n" for e in episodes))
-    table = bench.training_subpools(str(path), [0, 1])
+    table = training_subpools(str(path), [0, 1])
     assert table == {
         "checker,flash,solver": {"episodes": 1, "reward": 0.8, "unparsed": 0.0},
         "checker,solver": {"episodes": 2, "reward": 0.45, "unparsed": 0.5},  # shown in either order: one set
@@ -404,7 +357,6 @@ def test_training_samples_split_by_the_sub_pool_each_group_was_shown(tmp_path, f
 
 
 def test_training_strategy_can_read_one_shown_worker_set_alone(tmp_path):
-    bench = bench_module()
     judged = build_workflow([(1, "Try.", False), (1, "Try again.", False), (0, "Judge.", True)]).render()
     alone = build_workflow([(1, "Solve it.", False)]).render()
     def episode(step, names, action, reward):
@@ -417,16 +369,15 @@ def test_training_strategy_can_read_one_shown_worker_set_alone(tmp_path):
     ]
     path = tmp_path / "rewards.json"
     path.write_text(json.dumps({"episodes": episodes}))
-    mixed = bench.training_strategy(str(path), [0])["math"]
-    whole = bench.training_strategy(str(path), [0], shown=["flash", "solver", "checker"])["math"]
+    mixed = training_strategy(str(path), [0])["math"]
+    whole = training_strategy(str(path), [0], shown=["flash", "solver", "checker"])["math"]
     assert mixed["episodes"] == 3 and mixed["top_patterns"]["flash,flash,checker | -,-,all"] == pytest.approx(0.333, abs=1e-3)
     assert whole["episodes"] == 2 and whole["reward"] == pytest.approx(0.8)
     assert whole["top_patterns"] == {"flash | -": 0.5, "flash,flash,solver | -,-,all": 0.5}
-    assert bench.training_strategy(str(path), [0], shown=["flash", "solver"])["math"]["episodes"] == 0
+    assert training_strategy(str(path), [0], shown=["flash", "solver"])["math"]["episodes"] == 0
 
 
 def test_paired_gaps_compare_policies_question_by_question(tmp_path):
-    bench = bench_module()
     def write(name, rows):
         path = tmp_path / name
         path.write_text("".join(json.dumps({"policy": p, "problem_id": q, "reward": r}) + "\n" for p, q, r in rows))
@@ -436,7 +387,7 @@ def test_paired_gaps_compare_policies_question_by_question(tmp_path):
         ("single:0", "q1", 0.8), ("single:0", "q1", 0.6), ("single:0", "q2", 0.4), ("single:0", "q3", 0.6), ("single:0", "q4", 0.0),
         ("moa:2", "q1", 1.0), ("moa:2", "q2", 1.0), ("moa:2", "q3", 1.0), ("other", "q9", 1.0),
     ])
-    gaps = bench.paired_gaps(trained, baselines, "llm:T")
+    gaps = played_paired_gaps(trained, baselines, "llm:T")
     assert set(gaps) == {"single:0", "moa:2"}  # "other" played none of the same questions
     # Per question: q1 0.9 - 0.7, q2 0.5 - 0.4, q3 0.7 - 0.6; q4 was not played by llm:T.
     assert gaps["single:0"]["questions"] == 3 and gaps["single:0"]["gap"] == pytest.approx(0.1333, abs=1e-4)
@@ -444,11 +395,10 @@ def test_paired_gaps_compare_policies_question_by_question(tmp_path):
     assert 0 < low < 0.1333 < high  # every question's gap is positive, but three questions leave some doubt
     assert gaps["moa:2"]["gap"] == pytest.approx(-0.3) and gaps["moa:2"]["ci95"][1] < 0  # beaten by it
     with pytest.raises(ValueError, match="no episodes"):
-        bench.paired_gaps(trained, baselines, "llm:missing")
+        played_paired_gaps(trained, baselines, "llm:missing")
 
 
 def test_plan_code_disagreement_counts_plans_whose_code_runs_other_workers(tmp_path):
-    bench = bench_module()
     canonical = {"0": "flash", "1": "solver", "2": "checker"}
     def row(policy, domain, action, ids, worker_map=canonical):
         workflow = {"access_mode": "binary", "steps": [{"worker": i, "subtask": "Solve it.", "access": []} for i in ids]} if ids is not None else None
@@ -465,17 +415,16 @@ def test_plan_code_disagreement_counts_plans_whose_code_runs_other_workers(tmp_p
     ]
     path = tmp_path / "results.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert bench.planned_workers(judged) == ["checker", "flash", "flash"]
-    assert bench.planned_workers("model_id = [0]") is None
-    assert bench.plan_code_disagreement(str(path), "llm:T") == {
+    assert planned_workers(judged) == ["checker", "flash", "flash"]
+    assert planned_workers("model_id = [0]") is None
+    assert plan_code_disagreement(str(path), "llm:T") == {
         "math": {"episodes": 3, "disagree": 1},
         "language": {"episodes": 1, "disagree": 0},
     }
 
 
 def test_training_oracle_is_the_ceiling_of_the_sub_pools_each_step_showed(tmp_path):
-    bench = bench_module()
-    oracle = importlib.import_module("oracle_orchestration")  # on sys.path once bench_orchestration is loaded
+    oracle = oracle_module()
     report = oracle.oracle_report("orchestra-judge")["domains"]
     def episode(step, problem_id, names):
         return {"step": step, "problem_id": problem_id, "worker_map": {str(i): n for i, n in enumerate(names)}, "reward": 0.0}
@@ -485,50 +434,8 @@ def test_training_oracle_is_the_ceiling_of_the_sub_pools_each_step_showed(tmp_pa
     ]
     path = tmp_path / "rewards.json"
     path.write_text(json.dumps({"episodes": episodes}))
-    whole, pair, same_pair = bench.training_oracle(str(path), "orchestra-judge")
+    whole, pair, same_pair = training_oracle(str(path), "orchestra-judge")
     assert whole == pytest.approx((report["math"]["oracle"]["reward"] + report["language"]["oracle"]["reward"]) / 2, abs=1e-4)
     # Without the checker there is no judge: math's ceiling falls below the whole pool's, to at least the best single call.
     assert max(report["math"]["baselines"]["single:0"], report["math"]["baselines"]["single:1"]) <= pair < report["math"]["oracle"]["reward"]
     assert same_pair == pair  # the same set shown in another id order
-
-
-def test_training_curves_draw_a_sub_pool_ceiling_only_for_runs_that_trained_on_sub_pools(tmp_path):
-    bench_module()  # puts benchmarks/ on sys.path
-    spec = importlib.util.spec_from_file_location("plot_orchestration", ROOT / "benchmarks" / "plot_orchestration.py")
-    plot = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plot)
-    for name, maps in (("whole", [["flash", "solver", "checker"]] * 2), ("mixed", [["flash", "solver", "checker"], ["flash", "solver"]])):
-        run = tmp_path / name
-        run.mkdir()
-        episodes = [{"step": i, "problem_id": "gcd/train/1", "worker_map": dict(enumerate(m)), "reward": 0.5} for i, m in enumerate(maps)]
-        (run / "rewards.json").write_text(json.dumps({"episodes": episodes, "log_history": []}))
-    assert plot.subpool_oracle(str(tmp_path / "whole"), "orchestra-judge") is None
-    ceiling = plot.subpool_oracle(str(tmp_path / "mixed"), "orchestra-judge")
-    assert len(ceiling) == 2 and ceiling[1] < ceiling[0]
-
-
-def test_training_curves_chain_a_run_and_its_continuation_into_one_curve(tmp_path):
-    bench_module()  # puts benchmarks/ on sys.path
-    spec = importlib.util.spec_from_file_location("plot_orchestration", ROOT / "benchmarks" / "plot_orchestration.py")
-    plot = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plot)
-    for name, rewards, maps in (
-        ("first", [0.6, 0.7], [["flash", "solver"], ["flash", "solver", "checker"]]),
-        ("more", [0.8], [["solver", "flash"]]),
-        ("whole", [0.9], [["flash", "solver", "checker"]]),
-    ):
-        run = tmp_path / name
-        run.mkdir()
-        episodes = [{"step": i, "problem_id": "gcd/train/1", "worker_map": dict(enumerate(m)), "reward": 0.5} for i, m in enumerate(maps)]
-        log = [{"rewards/conductor_env/mean": r, "conductor/identical_groups": 0.0, "step": i + 1} for i, r in enumerate(rewards)]
-        (run / "rewards.json").write_text(json.dumps({"episodes": episodes, "log_history": log}))
-    first, more, whole = (str(tmp_path / n) for n in ("first", "more", "whole"))
-    reward_of = lambda d: plot.per_step(d, "rewards/conductor_env/mean")  # noqa: E731
-    assert plot.chained([first, more], reward_of) == [0.6, 0.7, 0.8]
-    ceiling = plot.chained([first, more], lambda d: plot.subpool_oracle(d, "orchestra-judge"))
-    assert len(ceiling) == 3 and ceiling[0] == ceiling[2] < ceiling[1]  # the same pair, in both id orders, below the whole pool
-    # A continuation that only ever showed the whole pool has no sub-pool ceiling, so the chain draws none.
-    assert plot.chained([first, whole], lambda d: plot.subpool_oracle(d, "orchestra-judge")) is None
-    out = tmp_path / "curves.png"
-    plot.main(["--pool", "orchestra-judge", "--out", str(out), f"seed0={first},{more}", f"other={whole}"])
-    assert out.stat().st_size > 0

@@ -1,19 +1,22 @@
 """PPO learning run: does Stable-Baselines3 PPO learn to route through the SB3 wrapper?
 
 Same setup as bench_grpo_learning.py: Conductor-RG-v0 with math, language and reasoning
-datasets and one simulated expert per domain (benchmarks/pools/experts.toml). The policy sees
+datasets and one simulated expert per domain (the packaged ``experts`` pool). The policy sees
 the hashed bag of words of the question plus its domain and picks (template x worker); reward
 1 needs the right expert. Reports the held-out (validation) mean reward of a uniformly random
 action, of the ``random`` workflow baseline, of PPO before and after training, and of the best
-fixed routing in hindsight (the oracle). Writes benchmarks/results/ppo_router.png and .json::
+fixed routing in hindsight (the oracle). Writes OUT.json and OUT.png (``--out``, default under the system's temporary
+folder; the recorded figures are benchmarks/results/ppo_router.json)::
 
-    python benchmarks/bench_ppo_router.py
+    python experiments/bench_ppo_router.py --out /tmp/ppo_router
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.resources
 import json
+import tempfile
 import statistics
 import time
 from pathlib import Path
@@ -25,8 +28,7 @@ from conductor_env.envs import EnvSetup
 from conductor_env.agents.baselines import RandomWorkflow
 from conductor_env.agents.training.sb3 import RoutingEnv
 
-HERE = Path(__file__).resolve().parent
-POOL = HERE / "pools" / "experts.toml"
+POOL = Path(str(importlib.resources.files("conductor_env.pools") / "experts.toml"))  # one simulated expert per domain
 DATASETS = ["basic_arithmetic", "chain_sum", "letter_counting", "spell_backward", "syllogism", "family_relationships"]
 
 
@@ -48,7 +50,7 @@ def main() -> None:
     parser.add_argument("--timesteps", type=int, default=6144)
     parser.add_argument("--n-envs", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=str(HERE / "results" / "ppo_router"))
+    parser.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "conductor-env-experiments" / "ppo_router"), help="writes OUT.json and OUT.png")
     args = parser.parse_args()
 
     from stable_baselines3 import PPO

@@ -1,29 +1,35 @@
-"""Draws benchmarks/results/grpo_attempts.png from grpo_attempts.json.
+"""Draws the GRPO learning attempts' curves from benchmarks/results/grpo_attempts.json.
 
 The JSON holds the per-step trainer logs (TRL's ``rewards/conductor_env/mean`` and
 ``frac_reward_zero_std``) of each GRPO learning attempt; each attempt is a run of
-``bench_grpo_learning.py`` with the flags given in BENCHMARKS.md::
+``experiments/bench_grpo_learning.py`` with the flags given in docs/lab/grpo-learning.md::
 
-    python benchmarks/plot_grpo_attempts.py
+    python experiments/plot_grpo_attempts.py --out /tmp/grpo_attempts.png
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
+from typing import Sequence
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 RANDOM_BASELINE = 0.746  # held-out mean reward of the `random` policy (grpo_learning.json)
 LEARNED = {"I", "J", "K", "L"}  # an lr warm-up at 1e-4 to 2e-4: the runs whose routing improved
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", default=str(RESULTS / "grpo_attempts.json"), help="the attempts' logs")
+    parser.add_argument("--out", required=True, help="the PNG to write")
+    args = parser.parse_args(argv)
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = json.loads((RESULTS / "grpo_attempts.json").read_text(encoding="utf-8"))["runs"]
+    runs = json.loads(Path(args.runs).read_text(encoding="utf-8"))["runs"]
     fig, (rewards, flat) = plt.subplots(1, 2, figsize=(12, 4.5))
     colours = plt.get_cmap("tab20").colors
     for index, run in enumerate(runs):
@@ -40,7 +46,7 @@ def main() -> None:
     flat.legend(fontsize=7)
     fig.suptitle("GRPO attempts on CPU, Gemma 3 270M Conductor, one expert per domain (I-L learned to route)")
     fig.tight_layout()
-    fig.savefig(RESULTS / "grpo_attempts.png", dpi=110)
+    fig.savefig(args.out, dpi=110)
 
 
 if __name__ == "__main__":

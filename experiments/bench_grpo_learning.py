@@ -18,21 +18,23 @@ allows). Steps:
    learning rate ramps up over the first 20% of the steps: at a full 5e-4 from the first step,
    Adam's first updates made each question's worker choice deterministic within two or three
    steps, on no particular worker, and the groups stopped carrying any advantage (runs G and H
-   in BENCHMARKS.md). Each step holds every domain equally (``--balance-domains``), which
+   in docs/lab/grpo-learning.md). Each step holds every domain equally (``--balance-domains``), which
    steadies training (run L is the ablation);
 6. held-out reward after GRPO (the "end").
 
-Writes the curve to benchmarks/results/grpo_learning.png and all figures to
-benchmarks/results/grpo_learning.json. Run (about 30 minutes on 2 idle CPU cores, 45 beside
+Writes the curve to OUT.png and all figures to OUT.json (``--out``, default under the system's
+temporary folder; the recorded figures are benchmarks/results/grpo_learning.json). Run (about 30 minutes on 2 idle CPU cores, 45 beside
 another job)::
 
-    python benchmarks/bench_grpo_learning.py
+    python experiments/bench_grpo_learning.py --out /tmp/grpo_learning
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.resources
 import json
+import tempfile
 import logging
 import statistics
 import time
@@ -51,8 +53,7 @@ from conductor_env.agents.training.trainer import build_trainer
 from conductor_env.agents.training.warmstart import domain_preamble, format_warm_start
 from conductor_env.event_loop import run_sync
 
-HERE = Path(__file__).resolve().parent
-POOL = HERE / "pools" / "experts.toml"
+POOL = Path(str(importlib.resources.files("conductor_env.pools") / "experts.toml"))  # one simulated expert per domain
 #: The expert's shown id for each domain (the pool file's order; the env shows the whole pool).
 EXPERT = {"math": 0, "language": 1, "reasoning": 2}
 DATASETS = ["basic_arithmetic", "chain_sum", "letter_counting", "spell_backward", "syllogism", "family_relationships"]
@@ -140,7 +141,7 @@ def main() -> None:
         help="every GRPO step sees each domain equally (GRPORecipe.balance_domains)",
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=str(HERE / "results" / "grpo_learning"))
+    parser.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "conductor-env-experiments" / "grpo_learning"), help="writes OUT.json and OUT.png")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("conductor_env.agents").setLevel(logging.INFO)  # warm start progress

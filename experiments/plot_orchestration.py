@@ -1,4 +1,4 @@
-"""Draws the training curves of the ``orchestrate`` recipe's runs (BENCHMARKS.md, "Learning to orchestrate").
+"""Draws the training curves of the ``orchestrate`` recipe's runs (docs/lab/orchestration.md).
 
 Each run's ``rewards.json`` (written by ``conductor-env train grpo``) holds TRL's per-step log:
 the batch mean env reward (each completion's reward is already the mean of its worker draws) and
@@ -9,7 +9,7 @@ expectations of the oracle, of perfect single-call routing and of the best fixed
 whole pool. A run that trained on smaller sub-pools (``subpool_size``) also gets a dotted line
 in its colour: per step, the oracle on the workers each of its episodes showed, its real ceiling::
 
-    python benchmarks/plot_orchestration.py --out benchmarks/results/orchestration_curves.png seed0=RUN0 seed1=RUN1 ...
+    python experiments/plot_orchestration.py --out /tmp/orchestration_curves.png seed0=RUN0 seed1=RUN1 ...
 
 A run continued from another (``--model RUN/final``) joins it with a comma, ``seed0=RUN0,RUN0_MORE``:
 one curve over all their steps, with a thin vertical line where each continuation starts.
@@ -21,15 +21,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_orchestration import oracle_per_step  # noqa: E402
-from oracle_orchestration import POOL, oracle_report, worker_table  # noqa: E402
-
-from conductor_env.agents.training.reward import identical_group_share  # noqa: E402
+from conductor_env.agents.training.reward import identical_group_share
+from conductor_env.evaluation.oracle import POOL, oracle_per_step, oracle_report, worker_table
 
 
 def per_step(run_dir: str, key: str) -> list[float]:
@@ -57,7 +53,7 @@ def identical_groups(run_dir: str) -> list[float]:
 
 
 def subpool_oracle(run_dir: str, pool: str) -> list[float] | None:
-    """Per step, the oracle on the sub-pools a run's episodes showed (``bench_orchestration.oracle_per_step``), or
+    """Per step, the oracle on the sub-pools a run's episodes showed (:func:`conductor_env.evaluation.oracle.oracle_per_step`), or
     ``None`` when every recorded episode showed the whole pool (or none kept its ``worker_map``)."""
     episodes = json.loads((Path(run_dir) / "rewards.json").read_text(encoding="utf-8")).get("episodes", [])
     size = len(worker_table(pool))

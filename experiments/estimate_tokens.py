@@ -36,7 +36,7 @@ So the script also reports a CEILING per episode: input words x tokenizer ratio,
 
 Usage:
     python benchmarks/estimate_tokens.py [--data /work/shared/data] [--n 5] \
-        [--json benchmarks/results/estimate_tokens.json]
+        [--json /tmp/estimate_tokens.json]
 """
 
 from __future__ import annotations
@@ -249,7 +249,7 @@ def main() -> None:
     parser.add_argument("--rows", nargs="*", default=list(ROWS), help=f"rows to run (default all: {', '.join(ROWS)})")
     parser.add_argument("--recording", type=Path, help="replay this recording instead of making one (needs --pool-file)")
     parser.add_argument("--pool-file", type=Path, help="the replay pool file of --recording")
-    parser.add_argument("--json", type=Path, default=ROOT / "benchmarks/results/estimate_tokens.json")
+    parser.add_argument("--json", type=Path, default=Path(tempfile.gettempdir()) / "conductor-env-experiments" / "estimate_tokens.json")
     args = parser.parse_args()
 
     caps = {
