@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any, Collection, Mapping, Protocol, Sequence
+from typing import Collection, Mapping, Protocol, Sequence
 
 Message = Mapping[str, str]
 
@@ -84,6 +84,21 @@ class SimulationOracle:
     wrong: str
 
 
+@dataclass(frozen=True)
+class CallContext:
+    """What the env knows about a worker call beyond its messages; it never reaches a model.
+
+    The pool hands it to every backend's ``complete``; only the simulated worker reads it. The
+    backends that talk to a model (``openai``, ``anthropic``, ``local``) take it and drop it, so
+    the gold answer cannot end up in a request.
+
+    Attributes:
+        oracle: The problem's correct and wrong responses, for simulated workers.
+    """
+
+    oracle: SimulationOracle | None = None
+
+
 class ShownWorker(Protocol):
     """What the env shows of a pool entry when names are revealed."""
 
@@ -115,7 +130,7 @@ class WorkerPoolLike(Protocol):
         max_tokens: int | None = None,
         temperature: float | None = None,
         seed: int | None = None,
-        **options: Any,
+        context: CallContext | None = None,
     ) -> tuple[Completion, int]:
         """Calls worker ``index`` under its concurrency limit, timeout and retries.
 

@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from conductor_env.calls import Completion, SimulationOracle, WorkerError, WorkerPoolLike
+from conductor_env.calls import CallContext, Completion, SimulationOracle, WorkerError, WorkerPoolLike
 from conductor_env.executor import Execution, execute_workflow
 from conductor_env.frames import FrameChannel, FrameParseError
 from conductor_env.info import FrameInfo, StepInfo, empty_info
@@ -210,8 +210,10 @@ class RoundPlayer:
 
     # ----------------------------------------------------------------- calling the workers
 
-    def _oracle(self, problem: Problem) -> SimulationOracle:
-        return SimulationOracle(problem.domain, self.suite.reference_response(problem), self.suite.wrong_response(problem))
+    def _context(self, problem: Problem) -> CallContext:
+        """The workers' call context: the problem's gold and wrong responses, for simulated workers only."""
+        oracle = SimulationOracle(problem.domain, self.suite.reference_response(problem), self.suite.wrong_response(problem))
+        return CallContext(oracle=oracle)
 
     def _worker_name(self, episode: EpisodeState, depth: int):
         shown, conductor = episode.shown, episode.conductor_id(depth)
@@ -219,7 +221,7 @@ class RoundPlayer:
 
     def _caller(self, episode: EpisodeState, depth: int, round_index: int, frames: FrameChannel | None):
         """Returns the :data:`~conductor_env.executor.StepCaller` for a frame at ``depth``."""
-        options, oracle, conductor = self.options, self._oracle(episode.problem), episode.conductor_id(depth)
+        options, context, conductor = self.options, self._context(episode.problem), episode.conductor_id(depth)
 
         async def call_step(index: int, step: Step, message: str) -> tuple[Completion, int]:
             if step.worker == conductor:
@@ -230,7 +232,7 @@ class RoundPlayer:
             seed = hash(key) & 0x7FFFFFFF
             return await self.pool.call(
                 episode.shown[step.worker], messages, retry=options.retry, max_tokens=options.worker_max_tokens,
-                temperature=options.worker_temperature, seed=seed, oracle=oracle,
+                temperature=options.worker_temperature, seed=seed, context=context,
             )
 
         return call_step

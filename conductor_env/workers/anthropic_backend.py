@@ -19,17 +19,15 @@ message is sent as a prefill. ``base_url`` reaches any server speaking the Messa
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import anthropic
 
-from conductor_env.calls import Completion, Message, WorkerError
+from conductor_env.calls import CallContext, Completion, Message, WorkerError
 from conductor_env.workers.http_errors import read_api_key, worker_error_from_sdk
 from conductor_env.workers.sdk_clients import PerLoopClientWorker
 
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
-
-_CALL_OPTIONS = ("thinking_budget", "send_temperature", "top_p", "top_k", "stop")
 
 
 def split_system(messages: Sequence[Message]) -> tuple[str, list[dict[str, str]]]:
@@ -84,14 +82,13 @@ class AnthropicWorker(PerLoopClientWorker):
         *,
         max_tokens: int | None,
         temperature: float | None,
-        options: Mapping[str, Any],
     ) -> dict[str, Any]:
         """Builds the keyword arguments of ``messages.create`` for one call.
 
         Raises:
             WorkerError: (not retryable) when no user or assistant turn is left.
         """
-        opts = {**self.spec.options, **{k: v for k, v in options.items() if k in _CALL_OPTIONS}}
+        opts = self.spec.options
         system, turns = split_system(messages)
         if not turns:
             raise WorkerError(f"worker {self.spec.name!r}: the messages hold no user turn", retryable=False)
@@ -125,7 +122,7 @@ class AnthropicWorker(PerLoopClientWorker):
         max_tokens: int | None = None,
         temperature: float | None = None,
         seed: int | None = None,
-        **options: Any,
+        context: CallContext | None = None,
     ) -> Completion:
         """Calls ``messages.create`` once (no SDK retries). The API takes no seed; it is ignored.
 
@@ -137,7 +134,8 @@ class AnthropicWorker(PerLoopClientWorker):
             WorkerError: ``retryable`` for timeouts, connection errors, 408/409/429 and 5xx
                 (including 529 overloaded); not retryable otherwise.
         """
-        body = self.request_body(messages, max_tokens=max_tokens, temperature=temperature, options=options)
+        del context  # simulation context (the gold answer): never part of a request
+        body = self.request_body(messages, max_tokens=max_tokens, temperature=temperature)
         client = self._client()
         started = time.perf_counter()
         try:

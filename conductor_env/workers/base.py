@@ -9,7 +9,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from conductor_env.calls import Completion, Message
+from conductor_env.calls import CallContext, Completion, Message
 
 @dataclass(frozen=True)
 class WorkerSpec:
@@ -73,18 +73,20 @@ class Worker(abc.ABC):
         max_tokens: int | None = None,
         temperature: float | None = None,
         seed: int | None = None,
-        **options: Any,
+        context: CallContext | None = None,
     ) -> Completion:
         """Answers a chat conversation.
+
+        Backend settings (``top_p``, ``reasoning_effort``, ...) come from the spec's ``options``.
 
         Args:
             messages: OpenAI-style ``{"role", "content"}`` messages.
             max_tokens: Output-token limit (``None``: the spec's default).
             temperature: Sampling temperature (``None``: the spec's default).
             seed: Sample index or seed; backends that can sample deterministically use it.
-            **options: Backend options; unknown ones are ignored. The executor passes
-                ``problem`` (the :class:`~conductor_env.suite.Problem`) and ``oracle``
-                (a callable giving a reference response); only simulated workers read them.
+            context: The call's :class:`~conductor_env.calls.CallContext` (the problem's gold
+                answer among it). Only simulated workers read it; a backend that sends the
+                messages to a model must ignore it, so nothing of it reaches the model.
 
         Returns:
             The completion with tokens, cost and latency.

@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any, Sequence
 
-from conductor_env.calls import Completion, Message, WorkerError
+from conductor_env.calls import CallContext, Completion, Message, WorkerError
 
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.local_engine import (
@@ -98,7 +98,10 @@ class LocalWorker(Worker):
         max_tokens: int | None = None,
         temperature: float | None = None,
         seed: int | None = None,
-        **options: Any,
+        context: CallContext | None = None,
+        top_p: float | None = None,
+        top_k: int | None = None,
+        ignore_eos: bool | None = None,
     ) -> Completion:
         """Queues the call for the next batch and waits for it (at most ``spec.timeout_s``).
 
@@ -107,7 +110,11 @@ class LocalWorker(Worker):
             max_tokens: Output limit (``None``: the spec's).
             temperature: 0 for greedy decoding (``None``: the spec's).
             seed: Seed of this call's sampler; the same seed gives the same sample.
-            **options: ``top_p``, ``top_k``, ``ignore_eos``; others are ignored.
+            context: Ignored: the simulation context never reaches the model.
+            top_p: Nucleus-sampling mass (``None``: the spec's ``top_p`` option, else off).
+            top_k: Top-k sampling (``None``: the spec's ``top_k`` option, else off).
+            ignore_eos: Generate ``max_tokens`` even past the end token (``None``: the spec's
+                ``ignore_eos`` option, else False); for benchmarks.
 
         Returns:
             The text with the real token counts of this call and its price from the spec.
@@ -118,7 +125,9 @@ class LocalWorker(Worker):
         """
         if self.engine is None:
             raise WorkerError(f"worker {self.spec.name!r} is closed", retryable=False)
-        merged = {**self.spec.options, **options}
+        del context  # simulation context (the gold answer): never part of a request
+        call = {"top_p": top_p, "top_k": top_k, "ignore_eos": ignore_eos}
+        merged = {**self.spec.options, **{key: value for key, value in call.items() if value is not None}}
         loop = asyncio.get_running_loop()
         request = GenerationRequest(
             messages=list(messages),

@@ -21,11 +21,11 @@ fields). The SDK's own retries are off: :mod:`conductor_env.workers.retry` retri
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import openai
 
-from conductor_env.calls import Completion, Message, WorkerError
+from conductor_env.calls import CallContext, Completion, Message, WorkerError
 from conductor_env.workers.http_errors import read_api_key, redact, worker_error_from_sdk
 from conductor_env.workers.sdk_clients import PerLoopClientWorker
 
@@ -33,8 +33,6 @@ DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
 #: Sent when a self-hosted server needs no key (the SDK insists on some value).
 NO_KEY_PLACEHOLDER = "no-key"
-
-_CALL_OPTIONS = ("reasoning_effort", "max_tokens_param", "send_temperature", "send_seed", "top_p", "stop", "extra_body")
 
 
 class OpenAIWorker(PerLoopClientWorker):
@@ -69,7 +67,6 @@ class OpenAIWorker(PerLoopClientWorker):
         max_tokens: int | None,
         temperature: float | None,
         seed: int | None,
-        options: Mapping[str, Any],
     ) -> dict[str, Any]:
         """Builds the keyword arguments of ``chat.completions.create`` for one call.
 
@@ -78,12 +75,11 @@ class OpenAIWorker(PerLoopClientWorker):
             max_tokens: Output limit (``None``: the spec's).
             temperature: Sampling temperature (``None``: the spec's).
             seed: Seed sent to servers that accept one.
-            options: Per-call options overriding the spec's.
 
         Returns:
             The request arguments (no secrets).
         """
-        opts = {**self.spec.options, **{k: v for k, v in options.items() if k in _CALL_OPTIONS}}
+        opts = self.spec.options
         body: dict[str, Any] = {
             "model": self.spec.model,
             "messages": [dict(m) for m in messages],
@@ -109,7 +105,7 @@ class OpenAIWorker(PerLoopClientWorker):
         max_tokens: int | None = None,
         temperature: float | None = None,
         seed: int | None = None,
-        **options: Any,
+        context: CallContext | None = None,
     ) -> Completion:
         """Calls ``chat.completions.create`` once (no SDK retries).
 
@@ -120,7 +116,8 @@ class OpenAIWorker(PerLoopClientWorker):
             WorkerError: ``retryable`` for timeouts, connection errors, 408/409/429 and 5xx;
                 not retryable for other statuses, a missing key, or a reply without choices.
         """
-        body = self.request_body(messages, max_tokens=max_tokens, temperature=temperature, seed=seed, options=options)
+        del context  # simulation context (the gold answer): never part of a request
+        body = self.request_body(messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
         client = self._client()
         started = time.perf_counter()
         try:

@@ -10,7 +10,7 @@ import random
 from pathlib import Path
 from typing import Any, Collection, Iterable, Mapping, Sequence
 
-from conductor_env.calls import Completion, Message, RetryPolicy
+from conductor_env.calls import CallContext, Completion, Message, RetryPolicy
 from conductor_env.subpools import draw_subpool
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.limits import CallLimiter, LocalLimiter
@@ -125,7 +125,7 @@ class WorkerPool:
         max_tokens: int | None = None,
         temperature: float | None = None,
         seed: int | None = None,
-        **options: Any,
+        context: CallContext | None = None,
     ) -> tuple[Completion, int]:
         """Calls worker ``index`` the guarded way: every caller (env steps, LLM policies) uses this.
 
@@ -140,7 +140,8 @@ class WorkerPool:
             max_tokens: Output-token limit (``None``: the worker's default).
             temperature: Sampling temperature (``None``: the worker's default).
             seed: Sample seed for backends that sample deterministically.
-            **options: Backend options (``oracle=`` for simulated workers).
+            context: What simulated workers need to know (the problem's oracle); backends that
+                talk to a model ignore it.
 
         Returns:
             The completion and the number of attempts it took.
@@ -152,7 +153,7 @@ class WorkerPool:
 
         async def attempt() -> Completion:
             async with self.limiter.slot(spec.name, spec.max_concurrency, spec.requests_per_minute):
-                call = worker.complete(messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **options)
+                call = worker.complete(messages, max_tokens=max_tokens, temperature=temperature, seed=seed, context=context)
                 return await with_timeout(call, spec.timeout_s)
 
         return await with_retries(attempt, retry or RetryPolicy())

@@ -11,10 +11,10 @@ import dataclasses
 import os
 from typing import Any, Sequence
 
-from conductor_env.calls import Completion, Message, WorkerError
+from conductor_env.calls import CallContext, Completion, Message, WorkerError
 
 from conductor_env.workers.base import Worker
-from conductor_env.workers.recordings import JsonlWriter, Occurrences, call_options, effective_params, request_key
+from conductor_env.workers.recordings import JsonlWriter, Occurrences, effective_params, request_key
 
 
 def _completion_record(completion: Completion) -> dict[str, Any]:
@@ -42,17 +42,19 @@ class RecordingWorker(Worker):
         max_tokens: int | None = None,
         temperature: float | None = None,
         seed: int | None = None,
-        **options: Any,
+        context: CallContext | None = None,
     ) -> Completion:
         """Calls the live worker and records the request with its completion or error.
+
+        The context goes to the live worker but neither into the key nor into the recording.
 
         Raises:
             WorkerError: Whatever the live worker raised (after recording it).
         """
         max_tokens, temperature = effective_params(self.spec, max_tokens, temperature)
-        key = request_key(self.spec.model, messages, max_tokens=max_tokens, temperature=temperature, seed=seed, options=options)
+        key = request_key(self.spec.model, messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
         return await self.record_call(
-            key, self._occurrences.next(key), messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **options
+            key, self._occurrences.next(key), messages, max_tokens=max_tokens, temperature=temperature, seed=seed, context=context
         )
 
     async def record_call(
@@ -64,7 +66,7 @@ class RecordingWorker(Worker):
         max_tokens: int,
         temperature: float,
         seed: int | None,
-        **options: Any,
+        context: CallContext | None = None,
     ) -> Completion:
         """Calls the live worker and records the outcome under ``key`` and ``occurrence``.
 
@@ -83,12 +85,12 @@ class RecordingWorker(Worker):
                 "max_tokens": max_tokens,
                 "temperature": temperature,
                 "seed": seed,
-                "options": call_options(options),
+                "options": {},  # once the per-call backend options; kept for the file's readers
             },
         }
         try:
             completion = await self.inner.complete(
-                messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **options
+                messages, max_tokens=max_tokens, temperature=temperature, seed=seed, context=context
             )
         except WorkerError as error:
             record["error"] = {"message": str(error), "retryable": bool(error.retryable)}

@@ -1,8 +1,8 @@
 """The recording that ``record`` writes and ``replay`` reads: call keys and a JSONL file.
 
-A call is keyed by the model, the messages, ``max_tokens``, ``temperature``, the seed and the
-other call options (:func:`request_key`), plus its *occurrence*: the n-th identical call of a
-worker gets the n-th recorded answer (:class:`Occurrences`). Each record is one JSON line
+A call is keyed by the model, the messages, ``max_tokens``, ``temperature`` and the seed
+(:func:`request_key`; never the call's context), plus its *occurrence*: the n-th identical call
+of a worker gets the n-th recorded answer (:class:`Occurrences`). Each record is one JSON line
 (:class:`JsonlWriter`, :func:`load_records`); :mod:`conductor_env.workers.replay` says how
 recording and replaying are used.
 """
@@ -21,28 +21,6 @@ from conductor_env.calls import Message
 
 from conductor_env.workers.base import WorkerSpec
 
-#: Call options that carry run context rather than sampling parameters (never part of a key).
-NON_KEY_OPTIONS = frozenset({"problem", "oracle"})
-
-
-def _jsonable(value: Any) -> Any:
-    """Returns ``value`` as plain JSON data, or raises TypeError for things that are not data."""
-    return json.loads(json.dumps(value, sort_keys=True, ensure_ascii=False))
-
-
-def call_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Returns the call options that belong in a key (JSON data only, run context dropped)."""
-    kept: dict[str, Any] = {}
-    for name in sorted(options):
-        if name in NON_KEY_OPTIONS:
-            continue
-        try:
-            kept[name] = _jsonable(options[name])
-        except (TypeError, ValueError):
-            continue  # callables and objects are context, not sampling parameters
-    return kept
-
-
 def request_key(
     model: str,
     messages: Sequence[Message],
@@ -50,7 +28,6 @@ def request_key(
     max_tokens: int,
     temperature: float,
     seed: int | None,
-    options: Mapping[str, Any],
 ) -> str:
     """Returns the content hash of one call (without its occurrence).
 
@@ -60,7 +37,6 @@ def request_key(
         max_tokens: The effective output limit (defaults already applied).
         temperature: The effective temperature.
         seed: The call's seed or sample index.
-        options: Call options (see :func:`call_options`).
 
     Returns:
         A hex SHA-256 of the canonical JSON of all of the above.
@@ -71,7 +47,7 @@ def request_key(
         "max_tokens": int(max_tokens),
         "temperature": float(temperature),
         "seed": seed,
-        "options": call_options(options),
+        "options": {},  # once the per-call backend options; kept so earlier recordings still match
     }
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -17,8 +17,8 @@ or in a pool file::
     path = "runs/calls.jsonl"
     fallthrough = false        # or a table describing the live worker, or a backend name
 
-A call is keyed by the model, the messages, ``max_tokens``, ``temperature``, the seed and the
-other call options, plus its *occurrence*: the n-th identical call of a worker gets the n-th
+A call is keyed by the model, the messages, ``max_tokens``, ``temperature`` and the seed (not
+by the call's context), plus its *occurrence*: the n-th identical call of a worker gets the n-th
 recorded answer, so G identical samples of a GRPO group replay as G distinct samples. Replayed
 completions report the recorded tokens, cost and latency (so results match the live run byte for
 byte) unless ``replay_cost = "zero"``. A call that was never recorded raises
@@ -36,7 +36,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from conductor_env.calls import Completion, Message, WorkerError
+from conductor_env.calls import CallContext, Completion, Message, WorkerError
 
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.pool import WorkerPool, load_pool, spec_from_mapping
@@ -139,9 +139,11 @@ class ReplayWorker(Worker):
         max_tokens: int | None = None,
         temperature: float | None = None,
         seed: int | None = None,
-        **options: Any,
+        context: CallContext | None = None,
     ) -> Completion:
         """Returns the recorded completion of this call (or re-raises its recorded error).
+
+        The context is not part of the key; only a fallthrough worker receives it.
 
         Raises:
             ReplayMissError: When the call was not recorded and there is no fallthrough.
@@ -149,7 +151,7 @@ class ReplayWorker(Worker):
         """
         index = self._load()
         max_tokens, temperature = effective_params(self.spec, max_tokens, temperature)
-        key = request_key(self.spec.model, messages, max_tokens=max_tokens, temperature=temperature, seed=seed, options=options)
+        key = request_key(self.spec.model, messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
         occurrence = self._occurrences.next(key)
         record = index.get((self.spec.name, key, occurrence)) or self._any_worker.get((key, occurrence))
         if record is not None:
@@ -166,9 +168,9 @@ class ReplayWorker(Worker):
         self.live_calls += 1
         if isinstance(live, RecordingWorker):
             return await live.record_call(
-                key, occurrence, messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **options
+                key, occurrence, messages, max_tokens=max_tokens, temperature=temperature, seed=seed, context=context
             )
-        return await live.complete(messages, max_tokens=max_tokens, temperature=temperature, seed=seed, **options)
+        return await live.complete(messages, max_tokens=max_tokens, temperature=temperature, seed=seed, context=context)
 
     def _replayed(self, record: Mapping[str, Any]) -> Completion:
         """Rebuilds a recorded outcome: a completion, a :class:`WorkerError` or a timeout."""

@@ -8,8 +8,9 @@ when a step it reads holds the correct answer (it picks that answer out), and wi
 ``skill`` otherwise: judging and solving become separate, declared abilities (see
 docs/ORCHESTRATION.md). ``price_per_call`` adds a fixed USD price to every call, so a pool can
 price calls independently of the simulated token counts.
-"Correct" and "wrong" responses come from the task suite (:class:`SimulationOracle`), so the
-env's real verifier grades them. Draws are deterministic in (seed, worker, message).
+"Correct" and "wrong" responses come from the task suite, through the call's
+:class:`~conductor_env.calls.CallContext`, so the env's real verifier grades them. Draws are
+deterministic in (seed, worker, message).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import random
 import time
 from typing import Any, Mapping, Sequence
 
-from conductor_env.calls import Completion, Message, SimulationOracle, WorkerError
+from conductor_env.calls import CallContext, Completion, Message, WorkerError
 from conductor_env.workers.base import Worker, WorkerSpec
 
 
@@ -90,8 +91,7 @@ class SimulatedWorker(Worker):
         max_tokens: int | None = None,
         temperature: float | None = None,
         seed: int | None = None,
-        oracle: SimulationOracle | None = None,
-        **options: Any,
+        context: CallContext | None = None,
     ) -> Completion:
         """Returns the oracle's correct or wrong response after the configured latency.
 
@@ -100,15 +100,17 @@ class SimulatedWorker(Worker):
             max_tokens: Ignored.
             temperature: Ignored.
             seed: Sample seed; different seeds give independent draws.
-            oracle: The problem's :class:`SimulationOracle` (the executor passes it).
-            **options: Ignored.
+            context: The call's context; its :class:`~conductor_env.calls.SimulationOracle` (the
+                problem's correct and wrong responses, which the env passes) decides the answer.
 
         Returns:
             The completion, with word counts standing in for tokens.
 
         Raises:
-            WorkerError: With probability ``fail_rate`` (retryable), or without an oracle.
+            WorkerError: With probability ``fail_rate`` (retryable), or without an oracle (not
+                retryable).
         """
+        oracle = context.oracle if context is not None else None
         if oracle is None:
             raise WorkerError("a simulated worker needs the problem's oracle", retryable=False)
         started = time.perf_counter()

@@ -6,18 +6,19 @@ import asyncio
 
 from conductor_env.executor import execute_workflow
 from conductor_env.workers.base import WorkerSpec
-from conductor_env.calls import SimulationOracle
+from conductor_env.calls import CallContext, SimulationOracle
 from conductor_env.workers.simulated import SimulatedWorker
 from conductor_env.workflow import parse_workflow
 
 ORACLE = SimulationOracle("math", "Answer: 4", "Answer: 5")
+CONTEXT = CallContext(ORACLE)
 
 
 def caller(latency_s: float):
     workers = [SimulatedWorker(WorkerSpec(f"w{i}", "simulated", options={"skill": 0.5, "latency_s": latency_s})) for i in range(3)]
 
     async def call_step(index, step, message):
-        completion = await workers[step.worker].complete([{"role": "user", "content": message}], seed=index, oracle=ORACLE)
+        completion = await workers[step.worker].complete([{"role": "user", "content": message}], seed=index, context=CONTEXT)
         return completion, 1
 
     return call_step

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from conductor_env.calls import SimulationOracle
+from conductor_env.calls import CallContext, SimulationOracle
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.limits import RATE_WINDOW_S, LocalLimiter, RateWindow
 from conductor_env.workers.pool import PoolError, WorkerPool, spec_from_mapping
@@ -67,7 +67,7 @@ async def test_pool_calls_take_their_slot_from_a_swapped_limiter():
     pool = WorkerPool([spec])
     pool.use_limiter(Recording())
     oracle = SimulationOracle(domain="math", correct="42", wrong="41")
-    completion, attempts = await pool.call(0, [{"role": "user", "content": "hi"}], oracle=oracle)
+    completion, attempts = await pool.call(0, [{"role": "user", "content": "hi"}], context=CallContext(oracle))
     assert attempts == 1 and seen == [("w", 3, 120)]
     await pool.aclose()
 

@@ -90,11 +90,9 @@ def test_request_body_passes_reasoning_and_token_options_through() -> None:
         name="gpt-5",
         backend="openai",
         model="gpt-5",
-        options={"reasoning_effort": "minimal", "max_tokens_param": "max_completion_tokens", "send_temperature": False},
+        options={"reasoning_effort": "minimal", "max_tokens_param": "max_completion_tokens", "send_temperature": False, "top_p": 0.9},
     )
-    body = OpenAIWorker(spec).request_body(
-        [{"role": "user", "content": "hi"}], max_tokens=64, temperature=0.7, seed=3, options={"top_p": 0.9}
-    )
+    body = OpenAIWorker(spec).request_body([{"role": "user", "content": "hi"}], max_tokens=64, temperature=0.7, seed=3)
     assert body == {
         "model": "gpt-5",
         "messages": [{"role": "user", "content": "hi"}],
@@ -107,7 +105,7 @@ def test_request_body_passes_reasoning_and_token_options_through() -> None:
         name="qwen", backend="openai", model="Qwen/Qwen3-32B", max_tokens=100, temperature=0.2,
         options={"extra_body": {"chat_template_kwargs": {"enable_thinking": False}}, "send_seed": False},
     )  # fmt: skip
-    body = OpenAIWorker(qwen).request_body([], max_tokens=None, temperature=None, seed=1, options={"problem": object()})
+    body = OpenAIWorker(qwen).request_body([], max_tokens=None, temperature=None, seed=1)
     assert body["max_tokens"] == 100 and body["temperature"] == 0.2 and "seed" not in body
     assert body["extra_body"] == {"chat_template_kwargs": {"enable_thinking": False}}
 
