@@ -18,7 +18,7 @@ CONDUCTOR_CONFIG = "conductor.json"
 SHIPPED_CONDUCTORS: dict[str, str] = {
     # Gemma 3 270M trained with `conductor-env train grpo --recipe orchestrate` (docs/ORCHESTRATION.md).
     "orchestra-gemma3-270m": "orchestra-gemma3-270m",
-    # Gemma 3 270M trained on the orchestra-judge pool (run S in BENCHMARKS.md): a workflow shape per domain.
+    # Gemma 3 270M trained on the orchestra-judge pool (BENCHMARKS.md, "Learning to orchestrate"): a workflow shape per domain.
     "orchestra-judge-gemma3-270m": "orchestra-judge-gemma3-270m",
 }
 

@@ -29,7 +29,7 @@ _ORCHESTRATE_SHAPES: tuple[Shape, ...] = (
 #: uniform (docs/ORCHESTRATION.md). ``orchestrate-cheap-judge``: the same with the cheapest
 #: worker's two attempts and a judge three times. A warm start on ``orchestrate`` samples that
 #: workflow far less often than its 1/6 of the targets (about 7% of math prompts with the
-#: answer-first plan: ``benchmarks/probe_warm_start.py``, BENCHMARKS.md run J), so GRPO rarely saw it.
+#: answer-first plan: ``experiments/probe_warm_start.py``; docs/lab/orchestration-runs-f-to-n.md), so GRPO rarely saw it.
 WARM_START_SHAPES: dict[str, tuple[Shape, ...]] = {
     "orchestrate": _ORCHESTRATE_SHAPES,
     "orchestrate-cheap-judge": _ORCHESTRATE_SHAPES + (_ORCHESTRATE_SHAPES[3],) * 2,

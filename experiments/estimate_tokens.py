@@ -35,7 +35,7 @@ So the script also reports a CEILING per episode: input words x tokenizer ratio,
 ``paper`` (4096) and ``unconstrained`` (65536; Claude 64000) limits. Real runs fall in between.
 
 Usage:
-    python benchmarks/estimate_tokens.py [--data /work/shared/data] [--n 5] \
+    python experiments/estimate_tokens.py [--data /work/shared/data] [--n 5] \
         [--json /tmp/estimate_tokens.json]
 """
 
@@ -264,7 +264,7 @@ def main() -> None:
         write_pool(replay_pool_file, recording, record=False)
     results: dict[str, Any] = {
         "what": "per-episode worker token accounting of a replayed run (stand-in simulated completions: a lower bound)",
-        "command": "python benchmarks/estimate_tokens.py " + " ".join(sys.argv[1:]),
+        "command": "python experiments/estimate_tokens.py " + " ".join(sys.argv[1:]),
         "n_per_row": args.n,
         "policies": POLICIES,
         "env_options": ENV_OPTIONS,

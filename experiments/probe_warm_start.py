@@ -5,7 +5,7 @@ plan's first worker name after ``Plan:``, of ``.`` against `` reads`` after ``Pl
 checker=<id>``, and of each attempt worker after ``reads``, averaged per domain, with their
 product (the chance that a sample starts ``checker=<id> reads flash``). Beside them, the same
 shares among the warm start's targets (``--shapes``, a key of ``WARM_START_SHAPES``), so these
-show how far the sampled distribution is from the targets' mix (BENCHMARKS.md, runs J and K).
+show how far the sampled distribution is from the targets' mix (docs/lab/orchestration-runs-f-to-n.md, runs J and K).
 
 With ``--copy``, it reads instead whether the model copies the plan's ids into the code line: on
 held-out questions with the whole pool shown in a random order, each warm-start target is fed to
@@ -14,8 +14,8 @@ probability of that id (and whether it is the most likely token) is averaged per
 one-step workflow's worker, an attempt, or the step that answers after reading the attempts
 (the judge or verifier, whose id the plan writes first).
 
-    python benchmarks/probe_warm_start.py W/warm_start [--recipe orchestrate-judge] [--n 60] [--shapes orchestrate]
-    python benchmarks/probe_warm_start.py W/warm_start --copy [--n 30] [--shapes orchestrate-cheap-judge] [--plan-order answer-first]
+    python experiments/probe_warm_start.py W/warm_start [--recipe orchestrate-judge] [--n 60] [--shapes orchestrate]
+    python experiments/probe_warm_start.py W/warm_start --copy [--n 30] [--shapes orchestrate-cheap-judge] [--plan-order answer-first]
 """
 
 from __future__ import annotations
