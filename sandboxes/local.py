@@ -34,7 +34,7 @@ from typing import Literal
 
 from conductor_env.sandboxes.base import Limits, SandboxUnavailable
 from conductor_env.sandboxes.pooled_sandbox import RunnerSandbox
-from conductor_env.sandboxes.protocol import BOOT
+from conductor_env.sandboxes.wire import BOOT
 from conductor_env.sandboxes.warm_pool import RunnerWorker
 
 logger = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 A :class:`RunnerSandbox` validates the request, sends the job to a free worker of its
 :class:`~conductor_env.sandboxes.warm_pool.WarmPool`, and grades the reply on this side
-(:func:`~conductor_env.sandboxes.protocol.report_from_reply`). Open sandboxes are closed at
+(:func:`~conductor_env.sandboxes.jobs.report_from_reply`). Open sandboxes are closed at
 interpreter exit, and a forked child starts empty pools of its own.
 """
 
@@ -15,8 +15,9 @@ import weakref
 from typing import Any, Mapping, Sequence
 
 from conductor_env.sandboxes.base import Kind, Limits, Report, Sandbox, TestResult
-from conductor_env.sandboxes.protocol import ProtocolError, build_job, job_timeout, report_from_reply
+from conductor_env.sandboxes.jobs import build_job, job_timeout, report_from_reply
 from conductor_env.sandboxes.warm_pool import RunnerWorker, WarmPool
+from conductor_env.sandboxes.wire import ProtocolError
 
 
 def _graded(job: dict, expected: Sequence[str | None], reply: dict, limits: Limits) -> Report:

@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from conductor_env.sandboxes.wire import decode_rows
+
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 #: The class the tests must define (BigCodeBench's convention).
 TEST_CLASS = "TestCases"
@@ -120,23 +122,6 @@ def unittest_verdict(outcome: Mapping[str, Any], expected: str | None) -> tuple[
     name, verdict, message = failed[0]
     detail = f"{len(failed)}/{len(rows)} tests failed; {name}: {verdict}: {message}"[:500]
     return ("runtime_error" if verdict == "error" else "wrong"), detail
-
-
-def decode_rows(text: str) -> list[tuple[str, str, str]] | None:
-    """The rows of :func:`runner_unittest_watch.encode_rows`, or ``None`` when ``text`` is not such rows."""
-    if not text:
-        return []
-    rows = []
-    for line in text.split("\x1e"):
-        fields = line.split("\x1f")
-        if len(fields) != 3:
-            return None
-        try:
-            message = bytes.fromhex(fields[2]).decode("utf-8", "replace")
-        except ValueError:
-            return None
-        rows.append((fields[0], fields[1], message))
-    return rows
 
 
 def _ended(outcome: Mapping[str, Any]) -> str:

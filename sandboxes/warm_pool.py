@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from conductor_env.sandboxes.protocol import ProtocolError, encode_job, parse_line, runner_source
+from conductor_env.sandboxes.wire import ProtocolError, decode_hello, encode_job, parse_line, runner_source
 
 logger = logging.getLogger(__name__)
 
@@ -115,10 +115,7 @@ class RunnerWorker(abc.ABC):
             self._send(runner_source())
         except OSError as error:
             raise ProtocolError(f"the runner did not start: {error}: {self.diagnostics()[-500:]}") from error
-        hello = parse_line(self._read_line(timeout))
-        if not hello.get("ready"):
-            raise ProtocolError(f"the runner did not start: {hello!r}")
-        self.hello = hello
+        self.hello = decode_hello(self._read_line(timeout))
 
     def request(self, job: dict, timeout: float) -> dict:
         """Sends one job and returns the runner's reply.

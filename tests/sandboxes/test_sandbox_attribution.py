@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "sandbox"))
 
 from conductor_env.sandboxes import Limits
-from conductor_env.sandboxes.protocol import ProtocolError
+from conductor_env.sandboxes.wire import ProtocolError
 from conductor_env.suite import VerifierError
 from conductor_env.tasks.sandboxed import summarize_report
 from sandbox_helpers import BACKENDS, open_backend

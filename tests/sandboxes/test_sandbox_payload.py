@@ -1,6 +1,6 @@
 """The runner's payload: what is shipped into the sandbox, and how its modules find each other.
 
-The runner is sent as source (``protocol.runner_source``): the entry module, then each module of
+The runner is sent as source (``wire.runner_source``): the entry module, then each module of
 ``runner.PAYLOAD``, framed ``<length>\\n<source>``. These tests hold the payload to the standard
 library, keep grading (and every other host module) out of it, and check that the loader gives
 each module exactly the payload modules it declares.
@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from conductor_env.sandboxes import runner
-from conductor_env.sandboxes.protocol import runner_source
+from conductor_env.sandboxes.wire import runner_source
 
 FOLDER = Path(runner.__file__).parent
 SHIPPED = ("runner", *(name for name, _uses in runner.PAYLOAD))

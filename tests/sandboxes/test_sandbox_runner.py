@@ -431,7 +431,8 @@ def test_close_stops_the_runners():
 
 
 def test_job_protocol_frames_json():
-    from conductor_env.sandboxes.protocol import build_job, encode_job
+    from conductor_env.sandboxes.jobs import build_job
+    from conductor_env.sandboxes.wire import encode_job
 
     job, expected = build_job("print(1)", [{"input": "a", "output": "b"}], kind="stdin", limits=Limits(), func_name=None)
     assert expected == ["b"]
@@ -442,7 +443,8 @@ def test_job_protocol_frames_json():
 
 def test_isolated_checks_travel_after_the_header():
     """The runner reads the header only; the checks' bytes are left for the checker child."""
-    from conductor_env.sandboxes.protocol import build_job, encode_job
+    from conductor_env.sandboxes.jobs import build_job
+    from conductor_env.sandboxes.wire import encode_job
 
     checks = {"checks": "def check(f):\n    assert f(1) == 2\n", "call": "check(f)"}
     job, _expected = build_job("def f(x): return x + 1", [checks], kind="isolated", limits=Limits(), func_name="f")

@@ -1,9 +1,11 @@
-"""The caller's side of the runner protocol: jobs out, replies in, reports built and graded here.
+"""The caller's side of a sandbox run: requests validated into jobs, replies graded into reports.
 
 Expected outputs stay on this side: a job carries the program and the test inputs only, and
 :func:`report_from_reply` grades each outcome here
-(:func:`conductor_env.sandboxes.grading.grade_outcome`). Checks that are code (kind ``isolated``)
-do enter the sandbox, but only the checker child there reads them (see :func:`encode_job`).
+(:func:`conductor_env.sandboxes.grading.grade_outcome`). Checks that are code (kinds ``isolated``
+and ``unittest``) do enter the sandbox, but only the checker child there reads them (see
+:func:`conductor_env.sandboxes.wire.encode_job`). How jobs and replies travel as bytes is
+:mod:`conductor_env.sandboxes.wire`.
 """
 
 from __future__ import annotations
@@ -11,52 +13,14 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import asdict
-from functools import lru_cache
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from conductor_env.sandboxes import grading, runner, unittest_grading
+from conductor_env.sandboxes import grading, unittest_grading
 from conductor_env.sandboxes.base import Limits, Report, TestResult
 
-#: Python code given to ``python3 -I -c``: reads ``<length>\\n<runner source>`` from stdin and runs
-#: it as module ``conductor_runner``, which reads the rest of the payload the same way (no file
-#: inside the sandbox, no image rebuild when it changes).
-BOOT = (
-    "import os,sys\n"
-    "h=b''\n"
-    "while not h.endswith(b'\\n'):\n"
-    " c=os.read(0,1)\n"
-    " if not c:raise SystemExit(3)\n"
-    " h+=c\n"
-    "n=int(h)\n"
-    "b=b''\n"
-    "while len(b)<n:\n"
-    " c=os.read(0,n-len(b))\n"
-    " if not c:raise SystemExit(3)\n"
-    " b+=c\n"
-    "del h,n,c\n"
-    "exec(compile(b,'conductor_runner','exec'),{'__name__':'conductor_runner'})\n"
-)
 #: Characters of stdout/stderr kept in a :class:`TestResult`.
 HEAD_CHARS = 2000
 KINDS = ("stdin", "functional", "script", "isolated", "unittest")
-
-
-class ProtocolError(Exception):
-    """The runner broke the protocol, died, or did not answer in time."""
-
-
-@lru_cache(maxsize=1)
-def runner_source() -> bytes:
-    """The runner's payload as sent at start-up: the runner's source, framed as :data:`BOOT` reads
-    it, then each module of :data:`~conductor_env.sandboxes.runner.PAYLOAD`, framed alike, in that
-    order (as :func:`~conductor_env.sandboxes.runner.load_payload` reads them)."""
-    folder = Path(runner.__file__).parent
-    frames = b""
-    for module in ("runner", *(name for name, _uses in runner.PAYLOAD)):
-        source = (folder / f"{module}.py").read_bytes()
-        frames += str(len(source)).encode() + b"\n" + source
-    return frames
 
 
 def build_job(
@@ -152,31 +116,6 @@ def job_timeout(job: dict, limits: Limits) -> float:
     return runs * (limits.wall_s + 2.0) + 10.0
 
 
-def encode_job(job: dict) -> bytes:
-    """Frames a job: ``<length>\\n<header JSON>``, then for ``isolated`` the checks' own bytes.
-
-    The checks travel after the header so that the runner can leave them to the checker child
-    to read (the runner, and so every process it forks, never holds them); the header gives
-    their length as ``checks_bytes``.
-    """
-    header = dict(job)
-    trailer = b""
-    if job["kind"] == "unittest":
-        trailer = job["tests"][0]["checks"].encode("utf-8")
-        header["preload"] = job["tests"][0].get("preload", [])
-        header["real_ctypes"] = bool(job["tests"][0].get("real_ctypes"))
-        header["prelude"] = job["tests"][0].get("prelude", "")  # the prompt's own lines: no secret
-        header["entry_point"] = job["tests"][0].get("entry_point", "task_func")
-        header["tests"] = []
-        header["checks_bytes"] = len(trailer)
-    elif job["kind"] == "isolated":
-        trailer = json.dumps(job["tests"][0], separators=(",", ":")).encode()
-        header["tests"] = []
-        header["checks_bytes"] = len(trailer)
-    body = json.dumps(header, separators=(",", ":")).encode()
-    return str(len(body)).encode() + b"\n" + body + trailer
-
-
 def report_from_reply(job: dict, expected: Sequence[str | None], reply: Mapping[str, Any], limits: Limits) -> Report:
     """Grades a runner reply.
 
@@ -216,16 +155,3 @@ def report_from_reply(job: dict, expected: Sequence[str | None], reply: Mapping[
     return Report(tests=tuple(results))
 
 
-def parse_line(line: bytes) -> dict:
-    """Decodes one protocol line.
-
-    Raises:
-        ProtocolError: When it is not a JSON object.
-    """
-    try:
-        value = json.loads(line)
-    except ValueError as error:
-        raise ProtocolError(f"unreadable reply from the runner: {line[:200]!r}") from error
-    if not isinstance(value, dict):
-        raise ProtocolError(f"unexpected reply from the runner: {line[:200]!r}")
-    return value
