@@ -28,7 +28,7 @@ from conductor_env.tasks.suites.procedural import ReasoningGymSuite
 from conductor_env.envs.vector import ConductorVectorEnv
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
-from conductor_env.calls import SimulationOracle
+from conductor_env.calls import CallContext, SimulationOracle
 from conductor_env.workflow import parse_workflow
 
 WORKFLOW = (
@@ -70,7 +70,7 @@ def run_paper_strategy(suite: ReasoningGymSuite, episodes: int, latency_s: float
             visible = [VisibleStep(workflow.steps[j].worker, workflow.steps[j].subtask, responses[j]) for j in step.access]
             message = worker_message(problem.question, step.subtask, visible)
             completion = asyncio.run(
-                pool.worker(step.worker).complete([{"role": "user", "content": message}], seed=step_index, oracle=oracle)
+                pool.worker(step.worker).complete([{"role": "user", "content": message}], seed=step_index, context=CallContext(oracle=oracle))
             )
             responses.append(completion.text)
         suite.verify(problem, responses[-1])
