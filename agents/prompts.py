@@ -1,17 +1,16 @@
-"""The Conductor's chat messages in GRPO: builders that turn an observation into a prompt.
+"""The Conductor's chat messages: builders that turn an observation into a prompt.
 
-The trainer, the format warm start, the held-out evaluation and a saved Conductor acting as an
-``llm:`` policy all phrase the prompt the same way, so the builders live here, apart from
-everything that needs TRL or an env. A builder words the user message; :func:`chat_messages`
-puts the Conductor template's system message before it and its prefill after it (both are
-observation fields, ``""`` when the template has none), and :func:`action_of` turns a reply
-into the action the env parses: the prefill followed by the reply.
+The trainer, the format warm start, the held-out evaluation and the ``llm:`` policy (a saved
+Conductor included) all build the Conductor's chat messages with :func:`chat_messages`, so a
+model is sampled in training exactly as it was taught and as it is evaluated. A builder words
+the user message; :func:`chat_messages` puts the Conductor template's system message before it
+and its prefill after it (both are observation fields, ``""`` when the template has none), and
+:func:`action_of` turns a reply into the action the env parses: the prefill followed by the reply.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any, Callable, Sequence
+from typing import Callable
 
 from conductor_env.agents.base import Observation
 
@@ -38,18 +37,17 @@ def compact_prompt(observation: Observation) -> str:
     return "\n\n".join(parts)
 
 
-_WORKER_LINE = re.compile(r"^Model id (\d+): (\S+)", re.MULTILINE)
-
-
 def roster_prompt(observation: Observation) -> str:
     """The compact prompt plus one line giving each shown worker's id after its name.
 
     ``Ids: flash=2, solver=0, checker=1``: a small model that decides on a worker's *name* (the
     same in every sub-pool) can then copy the id that follows it, which pretrained models do
     well, instead of looking back from a name to the id written before it on its pool line. The
-    pool lines themselves are unchanged.
+    names come from the observation's ``worker_names`` (empty when the env hides names); the pool
+    lines themselves are unchanged.
     """
-    pairs = [f"{name}={worker_id}" for worker_id, name in _WORKER_LINE.findall(str(observation.get("workers", "")))]
+    names = observation.get("worker_names") or ()
+    pairs = [f"{name.split()[0]}={worker_id}" for worker_id, name in enumerate(names) if name.strip()]
     text = compact_prompt(observation)
     if not pairs:
         return text
@@ -88,17 +86,3 @@ def chat_messages(observation: Observation, builder: PromptBuilder = full_prompt
 def action_of(observation: Observation, reply: str) -> str:
     """Returns the action for a model's ``reply`` to :func:`chat_messages`: the prefill, then the reply."""
     return str(observation.get("prefill") or "") + reply
-
-
-def observation_of_chat(messages: Sequence[dict[str, Any]]) -> Observation:
-    """Returns the observation fields a row's chat messages hold (``prompt``, ``system``, ``prefill``).
-
-    The inverse of :func:`chat_messages` with :func:`full_prompt`, for code that has a dataset
-    row's messages and needs the observation they were built from (the held-out evaluation).
-    """
-    fields = {"prompt": "", "system": "", "prefill": ""}
-    for message in messages:
-        key = {"system": "system", "user": "prompt", "assistant": "prefill"}.get(str(message["role"]))
-        if key is not None:
-            fields[key] = str(message["content"])
-    return fields

@@ -2,8 +2,9 @@
 
 Besides the rendered ``prompt`` (the Conductor template's user message) and the template's
 ``system`` message and reply ``prefill`` (``""`` when it has none), an observation carries as fields what a policy needs to write a
-valid workflow (``num_workers``, ``conductor_id``, ``max_steps``), so no policy reads structure
-back out of prompt text.
+valid workflow (``num_workers``, ``conductor_id``, ``max_steps``) and the shown workers' names
+(``worker_names``: entry ``i`` names shown id ``i``; ``""`` past the shown workers or when the env
+hides names), so no policy reads structure back out of prompt text.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ class ObservationBuilder:
                 "num_workers": spaces.Discrete(pool_ids + 1),
                 "conductor_id": spaces.Discrete(pool_ids + 1, start=NO_CONDUCTOR),
                 "max_steps": spaces.Discrete(options.max_steps + 1),
+                # Fixed length (one entry per pool worker, "" past the shown ones), so the space
+                # flattens and shared-memory vector envs can hold it.
+                "worker_names": spaces.Tuple([Utf8Text(self._name_limit())] * len(self.specs)),
             }
         )
 
@@ -87,11 +91,25 @@ class ObservationBuilder:
             "prefill": utf8_size(self.prefill),
         }
 
+    def _name_limit(self) -> int:
+        return max([utf8_size(self._name(spec)) for spec in self.specs] + [1])
+
+    @staticmethod
+    def _name(spec: ShownWorker) -> str:
+        """A worker's name as the prompt shows it: its model, else its pool name."""
+        return spec.model or spec.name
+
+    def worker_names(self, shown: Sequence[int]) -> tuple[str, ...]:
+        """Returns one entry per pool worker: the shown workers' names in shown-id order, then
+        ``""`` (every entry ``""`` when names are hidden)."""
+        names = [self._name(self.specs[index]) for index in shown] if self.options.show_names else []
+        return tuple(names + [""] * (len(self.specs) - len(names)))
+
     def _line(self, shown_id: str | int, spec: ShownWorker) -> str:
         if not self.options.show_names:
             return f"Model id {shown_id}"
         about = f" ({spec.description})" if spec.description else ""
-        return f"Model id {shown_id}: {spec.model or spec.name}{about}"
+        return f"Model id {shown_id}: {self._name(spec)}{about}"
 
     def worker_lines(self, shown: Sequence[int], conductor_id: int | None) -> list[str]:
         """Returns the pool listing: one line per shown worker, then the Conductor's own id."""
@@ -159,6 +177,7 @@ class ObservationBuilder:
             "num_workers": len(shown) + (conductor_id is not None),
             "conductor_id": NO_CONDUCTOR if conductor_id is None else conductor_id,
             "max_steps": options.max_steps,
+            "worker_names": self.worker_names(shown),
         }
         for name, limit in self.text_limits.items():
             if utf8_size(observation[name]) > limit:

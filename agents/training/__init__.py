@@ -6,7 +6,9 @@ Policies, the episode loop, the Conductor's prompts and saved Conductors live on
 
 The modules, which import one way with the trainer at the top:
 
-- :mod:`~conductor_env.agents.training.recipe`: :class:`GRPORecipe`, the settings of a run;
+- :mod:`~conductor_env.agents.training.recipe`: :class:`GRPORecipe`, the settings of a run, in
+  sections; :mod:`~conductor_env.agents.training.recipes`: shipped recipes as TOML files;
+  :mod:`~conductor_env.agents.training.flags`: the command-line flags generated from the fields;
 - :mod:`~conductor_env.agents.training.reward`: :class:`EnvFactory`, :class:`ConductorReward`
   (a TRL reward function over completions), :class:`EpisodeRecord`;
 - :mod:`~conductor_env.agents.training.data`: :func:`build_dataset`, one row per problem;
@@ -18,14 +20,17 @@ The modules, which import one way with the trainer at the top:
 Typical use::
 
     from conductor_env.agents.training import GRPORecipe, train_grpo
-    run = train_grpo(GRPORecipe(max_steps=50))
+    recipe = load_recipe("cpu").build({"grpo": {"max_steps": 8}})
+    run = train_grpo(recipe)
     print(run.rewards)  # the env's mean reward per step, as TRL logged it
 """
 
 from conductor_env.agents.training.adapter import AdapterReport, export_adapter
 from conductor_env.agents.training.data import build_dataset
 from conductor_env.agents.training.model import load_tokenizer, lora_config, resolve_model_path, score_only_completions_on_cpu
-from conductor_env.agents.training.recipe import GRPORecipe, grpo_config
+from conductor_env.agents.training.recipe import EnvSettings, GRPORecipe, GRPOSettings, HeldOutSettings, ModelSettings, RecipeError, WarmStartSettings
+from conductor_env.agents.training.recipes import RecipeFile, load_recipe, recipe_names
+from conductor_env.agents.training.trl_config import grpo_config
 from conductor_env.agents.training.reward import REWARD_NAME, ConductorReward, EnvFactory, EpisodeRecord, completion_text
 from conductor_env.agents.training.saving import GRPORun, conductor_config, logged_rewards, save_conductor
 from conductor_env.agents.training.trainer import build_trainer, train_grpo
@@ -35,9 +40,16 @@ __all__ = [
     "REWARD_NAME",
     "ConductorReward",
     "EnvFactory",
+    "EnvSettings",
     "EpisodeRecord",
     "GRPORecipe",
     "GRPORun",
+    "GRPOSettings",
+    "HeldOutSettings",
+    "ModelSettings",
+    "RecipeError",
+    "RecipeFile",
+    "WarmStartSettings",
     "build_dataset",
     "build_trainer",
     "completion_text",
@@ -45,8 +57,10 @@ __all__ = [
     "export_adapter",
     "grpo_config",
     "load_tokenizer",
+    "load_recipe",
     "logged_rewards",
     "lora_config",
+    "recipe_names",
     "resolve_model_path",
     "save_conductor",
     "score_only_completions_on_cpu",

@@ -2,7 +2,9 @@
 
 Training reward is measured on the questions being trained on, by a policy that changes every
 step; the held-out figure asks the model fixed validation questions (same episode seeds before
-and after), so "after" minus "before" is what the run learned.
+and after), so "after" minus "before" is what the run learned. The episodes are played by the
+one episode loop (:func:`conductor_env.agents.episode.play`), so later rounds and self-call
+frames are written by the model as in evaluation.
 """
 
 from __future__ import annotations
@@ -10,13 +12,16 @@ from __future__ import annotations
 import asyncio
 import statistics
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
-from conductor_env.agents.training.data import build_dataset
-from conductor_env.agents.model_policy import ModelPolicy
-from conductor_env.agents.prompts import PromptBuilder, observation_of_chat
+from conductor_env.agents.base import Policy
+from conductor_env.agents.episode import PlayedEpisode, PolicyBatcher, play
 from conductor_env.agents.training.reward import EnvFactory
 from conductor_env.event_loop import run_sync
+
+#: The episode seed of the first held-out question (question ``i`` gets ``HELDOUT_SEED + i``),
+#: apart from the training questions' seeds.
+HELDOUT_SEED = 10_000
 
 
 @dataclass(frozen=True)
@@ -24,8 +29,9 @@ class HeldOut:
     """A held-out evaluation's figures.
 
     Attributes:
-        mean_reward: Mean env reward over every sampled episode.
-        parse_rate: Share of actions the env parsed as a workflow.
+        mean_reward: Mean env reward over every sampled episode (an episode that failed outside
+            the workers counts 0).
+        parse_rate: Share of first actions the env parsed as a workflow.
         episodes: Episodes played (questions x samples).
     """
 
@@ -34,47 +40,53 @@ class HeldOut:
     episodes: int
 
 
-def heldout_rows(factory: EnvFactory, questions: int, prompt_builder: PromptBuilder, *, seed: int = 10_000) -> list[dict[str, Any]]:
-    """Returns ``questions`` rows of ``factory``'s split (spread over it), with fixed episode seeds."""
-    return list(build_dataset(factory, limit=questions, seed=seed, prompt_builder=prompt_builder))
+@dataclass(frozen=True)
+class HeldOutQuestion:
+    """One held-out question: its problem and its episode seed (the same before and after)."""
+
+    problem_id: str
+    episode_seed: int
 
 
-def evaluate_heldout(
-    model: Any,
-    tokenizer: Any,
-    factory: EnvFactory,
-    rows: Sequence[dict[str, Any]],
-    *,
-    samples: int,
-    max_new_tokens: int,
-    temperature: float = 1.0,
-) -> HeldOut:
-    """Plays ``samples`` sampled actions of ``model`` per row and returns the mean reward.
+def heldout_questions(factory: EnvFactory, questions: int, *, seed: int = HELDOUT_SEED) -> list[HeldOutQuestion]:
+    """Returns ``questions`` problems of ``factory``'s split, spread evenly over it, with fixed episode seeds."""
+    problems = list(factory.local().problems)
+    if questions < len(problems):
+        stride = len(problems) / questions
+        problems = [problems[int(i * stride)] for i in range(questions)]
+    return [HeldOutQuestion(problem.id, seed + i) for i, problem in enumerate(problems)]
+
+
+def evaluate_heldout(policy: Policy, factory: EnvFactory, questions: Sequence[HeldOutQuestion], *, samples: int) -> HeldOut:
+    """Plays ``samples`` episodes of ``policy`` per question and returns the mean reward.
 
     Args:
-        model: A causal LM (or PEFT model) in memory.
-        tokenizer: Its tokenizer (with a chat template).
-        factory: The held-out env factory (the rows' split).
-        rows: Rows of :func:`heldout_rows`.
-        samples: Actions per row.
-        max_new_tokens: Output limit per action (the training limit).
-        temperature: Sampling temperature (0: greedy).
+        policy: The Conductor (e.g. a :class:`~conductor_env.agents.model_policy.ModelPolicy`
+            over the model being trained, prompted as it is trained).
+        factory: The held-out env factory (the questions' split).
+        questions: From :func:`heldout_questions`.
+        samples: Episodes per question.
     """
-    policy = ModelPolicy(model, tokenizer, max_new_tokens=max_new_tokens, temperature=temperature)
-    batch = [row for row in rows for _ in range(samples)]
-    actions = policy.generate([observation_of_chat(row["prompt"]) for row in batch])  # the prompt as trained
-    envs = [factory() for _ in batch]
-    for env, row in zip(envs, batch):
-        env.reset(seed=row["episode_seed"], options={"problem_id": row["problem_id"]})
+    batch = [question for question in questions for _ in range(samples)]
 
-    async def play() -> list[tuple]:
-        return list(await asyncio.gather(*(env.astep(action) for env, action in zip(envs, actions))))
+    async def play_all() -> list[PlayedEpisode]:
+        batcher = PolicyBatcher(policy)
+        envs = [factory() for _ in batch]
+        try:
+            return list(
+                await asyncio.gather(
+                    *(play(env, batcher, seed=q.episode_seed, reset_options={"problem_id": q.problem_id}) for env, q in zip(envs, batch))
+                )
+            )
+        finally:
+            for env in envs:
+                env.close()
 
-    results = run_sync(play())
-    rewards = [float(reward) for _, reward, _, _, _ in results]
-    parsed = [not info.get("parse_error") for _, _, _, _, info in results]
+    played = run_sync(play_all())
+    rewards = [float(episode.final[1]) if episode.final is not None and episode.error is None else 0.0 for episode in played]
+    parsed = [episode.first_info is not None and not episode.first_info.get("parse_error") for episode in played]
     return HeldOut(
         mean_reward=round(statistics.mean(rewards), 4) if rewards else 0.0,
         parse_rate=round(sum(parsed) / max(1, len(parsed)), 4),
-        episodes=len(results),
+        episodes=len(played),
     )

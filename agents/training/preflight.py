@@ -1,74 +1,27 @@
-"""Checks of a GRPO recipe that run before any model loads, each failing with one line naming the fix.
+"""The checks of a GRPO recipe against this machine, run before any model loads.
 
 Loading a Conductor model and building the trainer takes a while; a typo in the model name, an
-env id that does not exist, a pool of API workers without their keys, or settings under which
-GRPO cannot learn should be reported at once instead. :func:`check_recipe` runs them all.
+env id that does not exist, a pool of API workers without their keys, a recipe that needs a GPU
+on a machine without one, or a completion limit shorter than any workflow should be reported at
+once instead. The rules themselves live in :mod:`conductor_env.envs.preflight` (shared with
+``conductor-env eval``) and in the recipe's validation; :func:`check_recipe` runs them all.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
-from conductor_env.agents.training.recipe import GRPORecipe
-from conductor_env.agents.prompts import PROMPTS
-
-#: A Hugging Face hub id (``org/name``), which may be downloaded on first use.
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-
-#: The environment variable each HTTP backend reads its key from when ``api_key_env`` is unset.
-_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+from conductor_env.agents.training.recipe import GRPORecipe, RecipeError
+from conductor_env.envs.preflight import PreflightError, check_conductor_env, check_model_reference, missing_api_keys, model_on_disk
 
 #: The shortest workflow text the env accepts: one worker, a one-word subtask, no access.
 _SHORTEST_WORKFLOW = 'model_id = [0]\nsubtasks = ["x"]\naccess_list = [[]]'
 
 
-class RecipeError(ValueError):
-    """A recipe that cannot train; the message is one line with the fix."""
-
-
-def check_model(model: str) -> None:
-    """Fails unless ``model`` is a known local model, a model folder, or a hub id.
-
-    Raises:
-        RecipeError: For anything else (a typo in a local name, a missing folder).
-    """
-    from conductor_env.workers import local_models as models
-
-    if model in models.MODELS or Path(model).expanduser().is_dir():
-        return
-    looks_like_path = model.startswith((".", "/", "~")) or os.sep in model and not _HUB_ID.match(model)
-    if _HUB_ID.match(model) and not looks_like_path:
-        return
-    known = ", ".join(sorted(models.MODELS))
-    raise RecipeError(f"model {model!r} not found: pass a local model name ({known}), a model folder, or a hub id like Qwen/Qwen2.5-0.5B-Instruct")
-
-
-def check_env(env: str) -> None:
-    """Fails unless ``env`` is a registered Conductor gym id or a task-suite name.
-
-    Raises:
-        RecipeError: For an unknown id, or a gym id that is not a Conductor env.
-    """
-    import gymnasium as gym
-
-    from conductor_env.envs.setup import ENTRY_POINT, conductor_env_ids
-    from conductor_env.tasks.registry import suite_names
-
-    conductor_ids = conductor_env_ids()
-    if env in gym.registry:
-        if gym.registry[env].entry_point != ENTRY_POINT:
-            raise RecipeError(f"{env!r} is not a Conductor env: pass --env one of {', '.join(conductor_ids)}")
-        return
-    if env in suite_names():
-        return
-    raise RecipeError(f"env {env!r} does not exist: pass --env one of {', '.join(conductor_ids)} (or a suite name)")
-
-
 def check_pool(pool: Any) -> None:
-    """Fails when the pool cannot load or one of its API workers has no key in the environment.
+    """Fails when the pool cannot load or one of its workers has no API key in the environment.
 
     Raises:
         RecipeError: Naming the worker and the variable to set.
@@ -79,13 +32,10 @@ def check_pool(pool: Any) -> None:
         loaded = load_pool(pool)
     except PoolError as error:
         raise RecipeError(f"pool {pool!r}: {str(error).splitlines()[0]}") from error
-    for spec in loaded.specs:
-        default = _KEY_ENV.get(spec.backend)
-        if default is None or (spec.backend == "openai" and spec.base_url):
-            continue  # no key needed (simulated, local, replay, or a keyless server)
-        variable = spec.api_key_env or default
-        if not os.environ.get(variable):
-            raise RecipeError(f"pool {loaded.name!r}: worker {spec.name!r} needs ${variable}; set it, or train against --pool simulated (or experts)")
+    missing = missing_api_keys(loaded)
+    if missing:
+        name, variable = missing[0]
+        raise RecipeError(f"pool {loaded.name!r}: worker {name!r} needs ${variable}; set it, or train against --pool simulated (or experts)")
 
 
 def shortest_workflow_tokens(recipe: GRPORecipe, tokenizer: Any | None = None) -> int:
@@ -97,39 +47,76 @@ def shortest_workflow_tokens(recipe: GRPORecipe, tokenizer: Any | None = None) -
         tokenizer: Its model's tokenizer (``None``: estimated at 3 characters a token).
     """
     text = _SHORTEST_WORKFLOW
-    if recipe.format_warmup_steps > 0:
+    if recipe.warm_start is not None:
         from conductor_env.agents.baselines import build_workflow
+        from conductor_env.agents.training.warmstart import WARM_START_SUBTASK
 
-        text = build_workflow([(0, recipe.format_warmup_subtask, False)]).render()
-        if recipe.format_warmup_preamble:
+        text = build_workflow([(0, recipe.warm_start.subtask or WARM_START_SUBTASK, False)]).render()
+        if recipe.warm_start.preamble:
             text = f"Domain: reasoning.\n{text}"
     if tokenizer is None:
         return -(-len(text) // 3)
     return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def check_learnable(recipe: GRPORecipe, tokenizer: Any | None = None) -> None:
-    """Fails for settings under which GRPO has nothing to learn from.
+def check_completion_length(recipe: GRPORecipe, tokenizer: Any | None = None) -> None:
+    """Fails when every completion would be cut off before it holds a workflow.
 
     Raises:
-        RecipeError: For groups of fewer than two samples, no steps, a batch size that does not
-            divide the step's completions, or a completion limit shorter than any workflow.
+        RecipeError: Naming the limit to pass.
     """
-    if recipe.num_generations < 2:
-        raise RecipeError("GRPO needs at least 2 samples per question for a group baseline: pass --num-generations 2 or more")
-    if recipe.questions_per_step < 1 or recipe.max_steps < 1:
-        raise RecipeError("--questions-per-step and --max-steps must be at least 1")
-    total = recipe.questions_per_step * recipe.num_generations
-    if recipe.per_device_batch_size is not None and (recipe.per_device_batch_size < 1 or total % recipe.per_device_batch_size):
-        raise RecipeError(f"--per-device-batch-size {recipe.per_device_batch_size} must divide questions x generations = {total}")
-    if recipe.prompt not in PROMPTS:
-        raise RecipeError(f"unknown prompt {recipe.prompt!r}: pass --prompt {' or '.join(sorted(PROMPTS))}")
     needed = shortest_workflow_tokens(recipe, tokenizer)
-    if recipe.max_completion_length < needed:
+    limit = recipe.grpo.max_completion_length
+    if limit < needed:
         raise RecipeError(
-            f"--max-completion-length {recipe.max_completion_length} is shorter than any workflow ({needed} tokens): "
+            f"--max-completion-length {limit} is shorter than any workflow ({needed} tokens): "
             f"every completion would be cut off and score 0; pass --max-completion-length {needed + 6} or more"
         )
+
+
+def check_machine(recipe: GRPORecipe, *, cuda: bool, requires: Iterable[str] = (), vllm: bool | None = None) -> None:
+    """Fails when this machine cannot run the recipe: no CUDA GPU where one is required or vLLM
+    is asked for, vLLM asked for and not installed, or a hub model neither cached nor downloadable.
+
+    Args:
+        recipe: The recipe.
+        cuda: Whether a CUDA GPU is available.
+        requires: The recipe file's requirements (``"cuda"``).
+        vllm: Whether vLLM is installed (``None``: look).
+
+    Raises:
+        RecipeError: Naming what is missing and the fix.
+    """
+    from conductor_env.agents.training.trl_config import vllm_installed
+
+    use_vllm = recipe.grpo.use_vllm
+    if not cuda and ("cuda" in requires or use_vllm):
+        why = "this recipe needs a CUDA GPU" if "cuda" in requires else "--vllm needs a CUDA GPU"
+        raise RecipeError(f"{why} and none was found; run with --recipe cpu (or --no-vllm)")
+    if use_vllm and not (vllm_installed() if vllm is None else vllm):
+        raise RecipeError("this run generates with vLLM (colocated), which is not installed: pip install vllm, or pass --no-vllm")
+    model = recipe.model.name
+    if not model_on_disk(model) and "/" in model and not Path(model).expanduser().exists():
+        why = _hub_unreachable(model)
+        if why is not None:
+            raise RecipeError(
+                f"model {model!r} is not on this machine and cannot be downloaded: {why}; "
+                f"download it first (huggingface-cli download {model}) or pass --model <folder>"
+            )
+
+
+def _hub_unreachable(model: str) -> str | None:
+    """Returns why ``model`` cannot be downloaded from the hub now (``None``: it can)."""
+    if any(os.environ.get(name, "").lower() in ("1", "true", "yes", "on") for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
+        return "offline mode is set (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE)"
+    try:
+        from huggingface_hub import HfApi
+
+        HfApi().model_info(model, timeout=10)
+    except Exception as error:  # noqa: BLE001 - any failure means the download would fail later
+        first = str(error).splitlines()[0][:120] if str(error) else ""
+        return f"the Hugging Face hub cannot be reached ({type(error).__name__}: {first})"
+    return None
 
 
 def local_tokenizer(model: str) -> Any | None:
@@ -152,13 +139,24 @@ def local_tokenizer(model: str) -> Any | None:
         return None
 
 
-def check_recipe(recipe: GRPORecipe) -> None:
+def check_recipe(recipe: GRPORecipe, *, cuda: bool | None = None, requires: Iterable[str] = ()) -> None:
     """Runs every check before a model loads.
+
+    Args:
+        recipe: The recipe (already validated on construction).
+        cuda: Whether a CUDA GPU is available (``None``: ask torch).
+        requires: The recipe file's requirements.
 
     Raises:
         RecipeError: The first problem found, as one line naming the fix.
     """
-    check_model(str(recipe.model))
-    check_env(recipe.setup.env_id)
-    check_pool(recipe.setup.pool)
-    check_learnable(recipe, local_tokenizer(str(recipe.model)))
+    from conductor_env.agents.training.trl_config import cuda_available
+
+    try:
+        check_model_reference(recipe.model.name)
+        check_conductor_env(recipe.env.id)
+    except PreflightError as error:
+        raise RecipeError(str(error)) from error
+    check_machine(recipe, cuda=cuda_available() if cuda is None else cuda, requires=requires)
+    check_pool(recipe.env.pool)
+    check_completion_length(recipe, local_tokenizer(recipe.model.name))

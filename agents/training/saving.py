@@ -67,8 +67,8 @@ def conductor_config(recipe: GRPORecipe) -> dict[str, Any]:
     """Returns what a saved Conductor needs to act as it was trained: its prompt and output limit,
     and the env it was trained against (for the ``conductor-env eval`` line)."""
     return {
-        "prompt": recipe.prompt,
-        "max_new_tokens": recipe.max_completion_length,
+        "prompt": recipe.model.prompt,
+        "max_new_tokens": recipe.grpo.max_completion_length,
         "env": recipe.setup.env_id,
         "pool": recipe.setup.pool if isinstance(recipe.setup.pool, str) else getattr(recipe.setup.pool, "name", None),
         "env_options": recipe.setup.options.changed(),

@@ -22,21 +22,15 @@ from conductor_env.agents.base import Policy
 from conductor_env.agents.training.data import build_dataset
 from conductor_env.agents.model_policy import ModelPolicy
 from conductor_env.agents.training.model import load_tokenizer, lora_config, resolve_model_path, score_only_completions_on_cpu
-from conductor_env.agents.prompts import PromptBuilder, prompt_builder_of
-from conductor_env.agents.training.recipe import GRPORecipe, grpo_config
+from conductor_env.agents.prompts import prompt_builder_of
+from conductor_env.agents.training.heldout import heldout_questions
+from conductor_env.agents.training.recipe import GRPORecipe
+from conductor_env.agents.training.trl_config import grpo_config
 from conductor_env.envs.setup import EnvSetup
 from conductor_env.agents.training.reward import EPISODES_FILE, ConductorReward, EnvFactory
 from conductor_env.agents.training.saving import GRPORun, logged_rewards, save_conductor, write_conductor_config
 
 logger = logging.getLogger(__name__)
-
-
-def _setup(recipe: GRPORecipe, split: str | None) -> EnvSetup:
-    """The recipe's env on ``split``, with the recipe's round discount unless its options set one."""
-    setup = recipe.setup.replace(split=split)
-    if "round_discount" not in setup.options.changed():
-        setup = setup.replace(round_discount=recipe.round_discount)
-    return setup
 
 
 def build_trainer(
@@ -64,29 +58,30 @@ def build_trainer(
     from trl import GRPOTrainer
 
     score_only_completions_on_cpu()
-    factory = factory or EnvFactory(_setup(recipe, recipe.setup.split))
-    prompt_builder = prompt_builder_of(recipe.prompt)
+    factory = factory or EnvFactory(recipe.env.setup())
+    prompt_builder = prompt_builder_of(recipe.model.prompt)
+    env = recipe.env
     if dataset is None:
         dataset = build_dataset(
             factory,
-            limit=recipe.problems,
+            limit=env.problems,
             seed=recipe.seed,
             prompt_builder=prompt_builder,
-            balance_domains=recipe.balance_domains,
-            domain_weights=recipe.domain_weights,
+            balance_domains=env.balance_domains,
+            domain_weights=env.domain_weights,
         )
-    if recipe.balance_domains:
-        round_size = sum(recipe.domain_weights.get(domain, 1) for domain in set(dataset["domain"]))
-        if recipe.questions_per_step % round_size:
-            logger.warning("balance_domains: %d questions per step are not whole rounds of %d", recipe.questions_per_step, round_size)
-    model_path = resolve_model_path(recipe.model)
+    if env.balance_domains:
+        round_size = sum(env.domain_weights.get(domain, 1) for domain in set(dataset["domain"]))
+        if recipe.grpo.questions_per_step % round_size:
+            logger.warning("balance_domains: %d questions per step are not whole rounds of %d", recipe.grpo.questions_per_step, round_size)
+    model_path = resolve_model_path(recipe.model.name)
     tokenizer = load_tokenizer(model_path)
     episodes = Path(recipe.output_dir) / EPISODES_FILE
     episodes.unlink(missing_ok=True)  # a rerun into the same folder starts a new log
-    reward = ConductorReward(factory, followup=followup, draws=recipe.reward_draws, episodes_path=episodes)
+    reward = ConductorReward(factory, followup=followup, draws=recipe.grpo.reward_draws, episodes_path=episodes)
     peft_config = None
-    if recipe.lora_r > 0:
-        peft_config = lora_config(model_path, r=recipe.lora_r, alpha=recipe.lora_alpha, top_layers=recipe.lora_top_layers)
+    if recipe.model.lora_r > 0:
+        peft_config = lora_config(model_path, r=recipe.model.lora_r, alpha=recipe.model.lora_alpha, top_layers=recipe.model.lora_top_layers)
     trainer = GRPOTrainer(
         model=model if model is not None else model_path,
         reward_funcs=reward,
@@ -100,14 +95,13 @@ def build_trainer(
         ModelPolicy(
             trainer.accelerator.unwrap_model(trainer.model),
             tokenizer,
-            max_new_tokens=recipe.max_completion_length,
-            temperature=recipe.temperature,
+            max_new_tokens=recipe.grpo.max_completion_length,
+            temperature=recipe.grpo.temperature,
             name="trained-model",
             prompt_builder=prompt_builder,
         )
     )
     return trainer, reward
-
 
 
 def train_grpo(
@@ -141,19 +135,18 @@ def train_grpo(
     """
     tell = say or (lambda line: None)
     make_factory = env_factory or EnvFactory
-    factory = make_factory(_setup(recipe, recipe.setup.split))
+    factory = make_factory(recipe.env.setup())
     heldout_factory = None
     try:
-        prompt_builder = prompt_builder_of(recipe.prompt)
-        model = _format_warm_start(recipe, factory, prompt_builder, progress=progress, tell=tell) if recipe.format_warmup_steps > 0 else None
+        model = _format_warm_start(recipe, factory, progress=progress, tell=tell) if recipe.warm_start is not None else None
         trainer, reward = build_trainer(recipe, factory=factory, followup=followup, callbacks=callbacks, model=model)
         model = None  # the trainer holds it now
-        bar = _use_rich_progress(trainer, recipe.max_steps) if progress else None
+        bar = _use_rich_progress(trainer, recipe.grpo.max_steps) if progress else None
         before = after = None
-        if recipe.heldout_questions > 0:
-            heldout_factory = make_factory(_setup(recipe, recipe.heldout_split))
-            rows = _heldout_rows(recipe, heldout_factory, prompt_builder)
-            tell(f"held-out reward before GRPO: {len(rows)} {recipe.heldout_split} questions x {recipe.heldout_samples} samples")
+        if recipe.heldout is not None:
+            heldout_factory = make_factory(recipe.env.setup(recipe.heldout.split))
+            rows = heldout_questions(heldout_factory, recipe.heldout.questions)
+            tell(f"held-out reward before GRPO: {len(rows)} {recipe.heldout.split} questions x {recipe.heldout.samples} samples")
             before = _evaluate_heldout(trainer, recipe, heldout_factory, rows)
             tell(f"held-out before GRPO: mean reward {before.mean_reward:.3f}, parse rate {before.parse_rate:.0%}")
         interrupted = None
@@ -163,7 +156,7 @@ def train_grpo(
         except KeyboardInterrupt:
             # Hours of sampled episodes are worth keeping: save what the run has learned so far.
             interrupted = trainer.state.global_step
-            tell(f"interrupted after {interrupted} of {recipe.max_steps} steps: saving the model and the episodes so far")
+            tell(f"interrupted after {interrupted} of {recipe.grpo.max_steps} steps: saving the model and the episodes so far")
         finally:
             if bar is not None:
                 bar.close()
@@ -203,58 +196,57 @@ def save_warm_start(recipe: GRPORecipe, *, progress: bool = False, say: Callable
     ``llm:<dir>`` evaluates: the policy *before* GRPO.
 
     Args:
-        recipe: The settings; ``format_warmup_steps`` must be at least 1.
+        recipe: The settings; it must have a warm start.
         progress: Show a progress bar of the warm start's steps.
         say: Prints a line at each phase; ``None``: quiet.
 
     Returns:
         The saved folder, ``<output_dir>/warm_start`` (model, tokenizer and ``conductor.json``).
     """
-    if recipe.format_warmup_steps < 1:
-        raise ValueError("the recipe has no format warm start to save: set format_warmup_steps >= 1")
+    if recipe.warm_start is None:
+        raise ValueError("the recipe has no format warm start to save: pass --format-warmup-steps N")
     tell = say or (lambda line: None)
-    factory = EnvFactory(_setup(recipe, recipe.setup.split))
+    factory = EnvFactory(recipe.env.setup())
     try:
-        model = _format_warm_start(recipe, factory, prompt_builder_of(recipe.prompt), progress=progress, tell=tell)
+        model = _format_warm_start(recipe, factory, progress=progress, tell=tell)
     finally:
         factory.close()
     out = Path(recipe.output_dir) / "warm_start"
     model.save_pretrained(str(out))
-    load_tokenizer(resolve_model_path(recipe.model)).save_pretrained(str(out))
+    load_tokenizer(resolve_model_path(recipe.model.name)).save_pretrained(str(out))
     write_conductor_config(recipe, out)
     tell(f"warm-started model: {out} (final loss {model.warm_start_losses[-1]:.3f})")
     return out
 
 
-def _format_warm_start(
-    recipe: GRPORecipe, factory: EnvFactory, prompt_builder: PromptBuilder, *, progress: bool, tell: Callable[[str], None]
-) -> Any:
+def _format_warm_start(recipe: GRPORecipe, factory: EnvFactory, *, progress: bool, tell: Callable[[str], None]) -> Any:
     """Runs the recipe's supervised format warm start and returns the warm-started model."""
     from conductor_env.agents.training.warmstart import WARM_START_SUBTASK, domain_preamble, format_warm_start
 
-    tell(f"format warm start: {recipe.format_warmup_steps} supervised steps on rendered workflows")
+    warm = recipe.warm_start
+    assert warm is not None
+    tell(f"format warm start: {warm.steps} supervised steps on rendered workflows")
     warm_bar = None
     if progress:
         from conductor_env.agents.training.progress import StepBar
 
-        warm_bar = StepBar("warm start", recipe.format_warmup_steps)
+        warm_bar = StepBar("warm start", warm.steps)
     try:
         return format_warm_start(
-            resolve_model_path(recipe.model),
+            resolve_model_path(recipe.model.name),
             factory,
-            steps=recipe.format_warmup_steps,
-            learning_rate=recipe.format_warmup_lr,
-            lora_top_layers=None if recipe.format_warmup_all_layers else recipe.lora_top_layers,
+            steps=warm.steps,
+            learning_rate=warm.lr,
+            lora_top_layers=None if warm.all_layers else recipe.model.lora_top_layers,
             seed=recipe.seed,
-            limit=recipe.problems,
-            prompt_builder=prompt_builder,
-            subtask=recipe.format_warmup_subtask or WARM_START_SUBTASK,
-            preamble=domain_preamble if recipe.format_warmup_preamble else None,
-            shapes=recipe.format_warmup_shapes,
-            plan=recipe.format_warmup_plan,
-            shape_word=recipe.format_warmup_shape_word,
-            plan_order=recipe.format_warmup_plan_order,
-            id_orders=recipe.format_warmup_id_orders,
+            limit=recipe.env.problems,
+            prompt_builder=prompt_builder_of(recipe.model.prompt),
+            subtask=warm.subtask or WARM_START_SUBTASK,
+            preamble=domain_preamble if warm.preamble else None,
+            shapes=warm.shapes,
+            plan=warm.plan,
+            plan_order=warm.plan_order,
+            id_orders=warm.id_orders,
             on_step=warm_bar.step if warm_bar is not None else None,
         )
     finally:
@@ -275,21 +267,16 @@ def _use_rich_progress(trainer: Any, max_steps: int) -> Any:
     return bar
 
 
-def _heldout_rows(recipe: GRPORecipe, heldout_factory: EnvFactory, prompt_builder: PromptBuilder) -> list[dict[str, Any]]:
-    """The held-out questions, the same before and after GRPO."""
-    from conductor_env.agents.training.heldout import heldout_rows
-
-    return heldout_rows(heldout_factory, recipe.heldout_questions, prompt_builder)
-
-
-def _evaluate_heldout(trainer: Any, recipe: GRPORecipe, heldout_factory: EnvFactory, rows: list[dict[str, Any]]) -> Any:
+def _evaluate_heldout(trainer: Any, recipe: GRPORecipe, heldout_factory: EnvFactory, rows: Sequence[Any]) -> Any:
     """Plays the trainer's current model on the held-out rows (a :class:`~conductor_env.agents.training.heldout.HeldOut`)."""
     from conductor_env.agents.training.heldout import evaluate_heldout
 
-    return evaluate_heldout(
-        trainer.model, trainer.processing_class, heldout_factory, rows, samples=recipe.heldout_samples,
-        max_new_tokens=recipe.max_completion_length, temperature=recipe.temperature,
+    assert recipe.heldout is not None
+    policy = ModelPolicy(
+        trainer.model, trainer.processing_class, max_new_tokens=recipe.grpo.max_completion_length,
+        temperature=recipe.grpo.temperature, name="trained-model", prompt_builder=prompt_builder_of(recipe.model.prompt),
     )
+    return evaluate_heldout(policy, heldout_factory, rows, samples=recipe.heldout.samples)
 
 
 def _save_run(trainer: Any, reward: ConductorReward, recipe: GRPORecipe, *, before: Any, after: Any, bar: Any, interrupted: int | None = None) -> GRPORun:
@@ -308,7 +295,7 @@ def _save_run(trainer: Any, reward: ConductorReward, recipe: GRPORecipe, *, befo
                 output / "reward_curve.png",
                 heldout_before=before.mean_reward if before else None,
                 heldout_after=after.mean_reward if after else None,
-                title=f"GRPO on {recipe.setup.env_id}: {Path(str(recipe.model)).name}",
+                title=f"GRPO on {recipe.setup.env_id}: {Path(recipe.model.name).name}",
             )
         )
     run = GRPORun(

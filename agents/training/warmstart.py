@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from conductor_env.agents.baselines import build_workflow, worker_ids
 from conductor_env.agents.training.model import load_tokenizer, lora_config
-from conductor_env.agents.prompts import PromptBuilder, full_prompt
+from conductor_env.agents.prompts import PromptBuilder, chat_messages, full_prompt
 from conductor_env.agents.training.reward import EnvFactory
 from conductor_env.agents.workflow_shapes import PLAN_ORDERS, WARM_START_SHAPES, Shape, plan_text, shape_label
 
@@ -75,11 +75,10 @@ def warm_start_rows(
     preamble: Callable[[dict[str, Any]], str] | None = None,
     shapes: str | None = None,
     plan: bool = False,
-    shape_word: bool = False,
     plan_order: str = "steps",
     id_orders: int = 1,
-) -> list[list[tuple[str, str]]]:
-    """Returns, per problem, ``(prompt, workflow text)`` pairs: one single-step workflow per shown worker.
+) -> list[list[tuple[list[dict[str, str]], str]]]:
+    """Returns, per problem, ``(chat messages, workflow text)`` pairs: one single-step workflow per shown worker.
 
     Every prompt comes with *each* worker once, so the cross-entropy optimum is a uniform choice
     of worker: the warm start teaches the format and leaves the routing undecided.
@@ -98,7 +97,6 @@ def warm_start_rows(
             lists, after the preamble on its line: the choice is then made in worker names, which
             mean the same in every sub-pool, each followed by its id as the ``roster`` prompt
             writes it, and the lists copy the ids.
-        shape_word: Write ``Shape: <name>.`` (:func:`shape_label`) before the plan.
         plan_order: The plan's order of workers (:func:`plan_text`): ``steps``, or
             ``answer-first`` (the answering worker, then the steps it reads), which makes the
             plan's first word choose the workflow's shape as well as its answering worker.
@@ -127,23 +125,22 @@ def warm_start_rows(
             # Order 0 keeps the seeds of a single-order warm start, so its first episodes do not change.
             observation, info = env.reset(seed=seed + i + order * len(problems), options={"problem_id": problem.id})
             shown = {name: worker_id for worker_id, name in info["worker_map"].items() if name != "conductor"}
-            prompt = prompt_builder(observation)
-            for label, names, target in _targets(observation, shown, pool_names, subtask, shape_set, plan_order):
+            messages = chat_messages(observation, prompt_builder)
+            for _shape, names, target in _targets(observation, shown, pool_names, subtask, shape_set, plan_order):
                 lead = [preamble(info)] if preamble is not None else []
-                lead += [f"Shape: {label}."] if shape_word else []
                 lead += [f"Plan: {names}."] if plan else []
-                group.append((prompt, "".join(f"{line} " for line in lead).rstrip() + ("\n" if lead else "") + target))
+                group.append((messages, "".join(f"{line} " for line in lead).rstrip() + ("\n" if lead else "") + target))
         groups.append(group)
     return groups
 
 
-def _batch(tokenizer: Any, rows: list[tuple[str, str]], end_token: str) -> tuple[Any, Any, Any, int]:
+def _batch(tokenizer: Any, rows: list[tuple[list[dict[str, str]], str]], end_token: str) -> tuple[Any, Any, Any, int]:
     """Left-pads prompt+completion rows so every completion ends at the last position."""
     import torch
 
     sequences, lengths = [], []
-    for prompt, action in rows:
-        prompt_text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+    for messages, action in rows:
+        prompt_text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         prompt_ids = tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
         completion_ids = tokenizer(action + end_token, add_special_tokens=False)["input_ids"]
         sequences.append(prompt_ids + completion_ids)
@@ -176,7 +173,6 @@ def format_warm_start(
     preamble: Callable[[dict[str, Any]], str] | None = None,
     shapes: str | None = None,
     plan: bool = False,
-    shape_word: bool = False,
     plan_order: str = "steps",
     id_orders: int = 1,
     on_step: Callable[[int, float], None] | None = None,
@@ -199,7 +195,6 @@ def format_warm_start(
             :func:`warm_start_rows`).
         shapes: A key of :data:`WARM_START_SHAPES` (see :func:`warm_start_rows`).
         plan: Name the workers before the lists (see :func:`warm_start_rows`).
-        shape_word: Name the workflow's shape before the plan (see :func:`warm_start_rows`).
         plan_order: The plan's order of workers (see :func:`warm_start_rows`).
         id_orders: Id orders per problem (see :func:`warm_start_rows`); a step's batch then
             holds ``batch_size`` problems under ``id_orders`` orders each.
@@ -221,7 +216,7 @@ def format_warm_start(
     base = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).to(device)
     model = get_peft_model(base, lora_config(model_path, r=lora_r, alpha=2 * lora_r, top_layers=lora_top_layers))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=learning_rate)
-    groups = warm_start_rows(factory, limit=limit, seed=seed, prompt_builder=prompt_builder, subtask=subtask, preamble=preamble, shapes=shapes, plan=plan, shape_word=shape_word, plan_order=plan_order, id_orders=id_orders)
+    groups = warm_start_rows(factory, limit=limit, seed=seed, prompt_builder=prompt_builder, subtask=subtask, preamble=preamble, shapes=shapes, plan=plan, plan_order=plan_order, id_orders=id_orders)
     order = random.Random(seed)
     model.train()
     losses = []

@@ -165,13 +165,14 @@ def run_orchestra_part(*, out: str, n: int = ORCHESTRA_N, conductor: str = ORCHE
     Returns:
         The :class:`~conductor_env.evaluation.report.Report`.
     """
-    from conductor_env.agents.training.profiles import CPU_DATASETS, CPU_SUITE_OPTIONS, ORCHESTRA_JUDGE_POOL, ORCHESTRATE_JUDGE_RECIPE
+    from conductor_env.agents.training.recipes import load_recipe
 
+    env = load_recipe("orchestrate-judge").settings["env"]
     # The recipe's env, with the pool in canonical order: the order the fixed baselines' ids were written for.
-    env_options = {k: v for k, v in ORCHESTRATE_JUDGE_RECIPE.settings["env_options"].items() if k != "subpool_size"}
-
-    per_dataset = max(1, -(-n // len(CPU_DATASETS)))  # the split lists its datasets one after another
-    n = per_dataset * len(CPU_DATASETS)
+    env_options = {k: v for k, v in env["options"].items() if k != "subpool_size"}
+    datasets = env["suite_options"]["datasets"]
+    per_dataset = max(1, -(-n // len(datasets)))  # the split lists its datasets one after another
+    n = per_dataset * len(datasets)
     console = console or output_console()
     console.print(
         f"\npart 2: a trained Conductor ({conductor}) against the fixed baselines on {n} held-out questions; simulated "
@@ -183,12 +184,12 @@ def run_orchestra_part(*, out: str, n: int = ORCHESTRA_N, conductor: str = ORCHE
     run_eval(
         env_id="Conductor-RG-v0",
         policy_specs=[conductor, *ORCHESTRA_BASELINES],
-        pool=ORCHESTRA_JUDGE_POOL,
+        pool=env["pool"],
         n=n,
         concurrency=DEMO_CONCURRENCY * 4,
         out=out,
         split="validation",
-        suite_options={**CPU_SUITE_OPTIONS, "size": per_dataset},
+        suite_options={**env["suite_options"], "size": per_dataset},
         env_options=env_options,
         show_table=False,
         console=console,

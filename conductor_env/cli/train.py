@@ -1,73 +1,82 @@
 """``conductor-env train grpo``: GRPO training of a Conductor LLM.
 
-The defaults come from a profile (``gpu``: the paper's hyperparameters with the package's small
-model, env and simulated pool; ``cpu``: a short run that fits a CPU) or, with ``--recipe paper``,
-from the paper's whole setup (its model, training mix, worker pool and hyperparameters).
+A recipe (``--recipe NAME|FILE``, a TOML file; docs/TRAINING.md) gives every setting; with none,
+``gpu`` is picked when CUDA is present and ``cpu`` otherwise. Every recipe setting has a flag
+generated from its field (:mod:`conductor_env.agents.training.flags`) that overrides it.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
+import dataclasses
+import functools
 from pathlib import Path
 from typing import Any
 
 from conductor_env.cli.common import UsageError, ray_backend
 
-#: Recipe fields set from same-named command-line flags (``--max-steps`` -> ``max_steps``).
-_RECIPE_FLAGS = (
-    "model", "env", "pool", "split", "problems", "balance_domains", "prompt", "output_dir", "max_steps", "questions_per_step",
-    "num_generations", "per_device_batch_size", "learning_rate", "lr_scheduler_type", "warmup_ratio",
-    "epsilon", "beta", "loss_type", "scale_rewards", "max_completion_length", "temperature",
-    "round_discount", "reward_draws", "lora_r", "lora_alpha", "lora_top_layers", "format_warmup_steps", "format_warmup_lr",
-    "format_warmup_shapes", "format_warmup_shape_word", "format_warmup_plan_order", "format_warmup_all_layers", "format_warmup_id_orders", "heldout_questions", "seed", "logging_steps", "save_steps",
-)  # fmt: skip
+_DESCRIPTION = (
+    "Train a Conductor LLM with TRL's GRPOTrainer against a Conductor env. A recipe sets every default: gpu "
+    "(picked when CUDA is present) has the paper's hyperparameters (200 steps of 4 questions x 64 samples, lr 1e-6 "
+    "cosine, clip 0.2, beta 0, bnpo, group scaling, 1024 completion tokens, full fine-tuning, vLLM when present) but "
+    "NOT the paper's model, data or workers (the local Gemma 3 270M on Conductor-RG-v0 with simulated workers); cpu "
+    "(picked otherwise) trains the local Gemma 3 270M to route with one simulated expert per domain in minutes on "
+    "2 cores; paper is the paper's whole setup (needs a CUDA GPU, vLLM, the model and the pool's API keys); "
+    "orchestrate and orchestrate-judge train on pools where the best workflow differs per domain. A recipe is a "
+    "TOML file (conductor_env/recipes/, docs/TRAINING.md); --recipe also takes your own. Any flag overrides the "
+    "recipe's value; the help shows the gpu and cpu values."
+)
 
 
-def _default(name: str) -> str:
-    """The help text's defaults of a recipe flag under each profile and under ``--recipe paper``."""
-    from conductor_env.agents.training.recipe import DEFAULT_ENV, GRPORecipe
-    from conductor_env.agents.training.profiles import CPU_PROFILE, PAPER_RECIPE
+@functools.lru_cache(maxsize=None)
+def _recipe_settings(name: str) -> Any:
+    from conductor_env.agents.training.recipes import load_recipe
 
-    gpu = DEFAULT_ENV[name] if name in DEFAULT_ENV else getattr(GRPORecipe(), name)
-    cpu = CPU_PROFILE.settings.get(name, gpu)
-    paper = PAPER_RECIPE.settings.get(name, gpu)
-    papers = name in PAPER_RECIPE.settings
-    same = " (the paper's)" if papers and paper == gpu else ""
-    shown = f"default: {gpu}{same}" if cpu == gpu else f"default: gpu {gpu}{same}, cpu {cpu}"
-    return shown if paper == gpu else f"{shown}; --recipe paper: {paper} (the paper's)"
+    return load_recipe(name).settings
+
+
+def _defaults_text(flag: Any) -> str:
+    """The help text's values of a flag under the gpu and cpu recipes (``none``: a section the recipe has not)."""
+    from conductor_env.agents.training.recipe import OPTIONAL_SECTIONS
+
+    field = flag.field
+    default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
+    values = []
+    for name in ("gpu", "cpu"):
+        settings = _recipe_settings(name)
+        section = settings.get(flag.section, None if flag.section in OPTIONAL_SECTIONS else {}) if flag.section else settings
+        values.append(section.get(flag.name, default) if isinstance(section, dict) else None)
+    gpu, cpu = (_shown(value) for value in values)
+    return f"default: {gpu}" if gpu == cpu else f"gpu: {gpu}, cpu: {cpu}"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
+    return "none" if value is None else str(value)
 
 
 def register(subparsers: Any) -> None:
     """Adds ``train`` (with its ``grpo`` and ``export-adapter`` subcommands) to the ``conductor-env`` parser."""
-    from conductor_env.agents.training.profiles import PROFILES, RECIPES
+    from conductor_env.agents.training.flags import add_recipe_flags
+    from conductor_env.agents.training.recipes import recipe_names
 
     train = subparsers.add_parser("train", help="train a Conductor policy", description="Train a Conductor policy.")
     kinds = train.add_subparsers(dest="trainer", metavar="TRAINER", required=True)
     grpo = kinds.add_parser(
         "grpo",
-        help="GRPO with TRL against a Conductor env (a CPU profile without a GPU; --recipe paper for the paper's setup)",
-        description=(
-            "Train a Conductor LLM with TRL's GRPOTrainer against a Conductor env. A profile sets the defaults. "
-            "gpu (chosen when CUDA is present) uses the paper's hyperparameters: 200 steps of 4 questions x 64 samples, "
-            "lr 1e-6 cosine, 3 percent warmup, clip 0.2, beta 0, loss bnpo, group reward scaling, 1024 completion "
-            "tokens at temperature 1.0, full fine-tuning, vLLM colocated when present; but NOT the paper's model, data "
-            "or workers: it trains the local Gemma 3 270M on Conductor-RG-v0 with the simulated pool. cpu (chosen otherwise) trains "
-            "the local Gemma 3 270M Conductor to route on Conductor-RG-v0 with one simulated expert per domain in "
-            "about 9 minutes on 2 cores within 4 GB: LoRA on the top 6 layers, compact prompt, a 30-step format warm start, "
-            "24 steps of 3 questions x 4 samples, 34 completion tokens, lr 2e-4 after a 20 percent warm-up, and a "
-            "held-out evaluation before and after (none of these are the paper's). --recipe paper sets the paper's setup: "
-            "Qwen/Qwen2.5-7B-Instruct on Conductor-Mix-v0 (suite option recipe=paper) with the paper pool, the paper's "
-            "hyperparameters and vLLM; it needs a CUDA GPU, vLLM, the model (on disk or downloadable) and the pool's API "
-            "keys, and stops at once when one is missing. Any flag overrides the profile's or recipe's value."
-        ),
+        help="GRPO with TRL against a Conductor env (the cpu recipe without a GPU; --recipe paper for the paper's setup)",
+        description=_DESCRIPTION,
     )
-    grpo.add_argument("--profile", default=None, choices=sorted(PROFILES), help="settings profile (default: gpu when a CUDA GPU is present, else cpu)")
     grpo.add_argument(
-        "--recipe", default=None, choices=sorted(RECIPES),
-        help="paper: the paper's model, training mix, pool and hyperparameters (needs a CUDA GPU; replaces --profile)",
+        "--recipe", default=None, metavar="NAME|FILE",
+        help=f"a shipped recipe ({', '.join(recipe_names())}) or a recipe .toml file (default: gpu when a CUDA GPU is present, else cpu)",
     )
-    _add_recipe_arguments(grpo)
+    add_recipe_flags(grpo, _defaults_text)
+    grpo.add_argument(
+        "--warm-start-only", action="store_true",
+        help="run only the format warm start and save it to OUTPUT_DIR/warm_start (GRPO runs then start from it with --model DIR --format-warmup-steps 0)",
+    )
     grpo.add_argument("--ray", default=None, metavar="ADDRESS", help="play the reward's episodes in Ray actors: auto, HOST:PORT or local (needs the ray extra); the model stays here")
     grpo.add_argument("--ray-workers", type=int, default=2, metavar="N", help="episode actors with --ray (default 2)")
     grpo.set_defaults(handler=run_grpo_command)
@@ -114,188 +123,51 @@ def run_export_adapter_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_recipe_arguments(grpo: argparse.ArgumentParser) -> None:
-    """Adds the ``train grpo`` flags that override the profile's recipe fields."""
-    add = grpo.add_argument
-    unset = argparse.SUPPRESS  # a flag not given leaves the profile's value
-    add("--model", default=unset, help=f"local model name (see `conductor-env models`), model folder, LoRA adapter folder (merged into its base once) or hub id ({_default('model')})")
-    add("--env", default=unset, help=f"gym id (Conductor-RG-v0, ...) or suite name ({_default('env')})")
-    add("--pool", default=unset, help=f"worker pool preset or .toml path ({_default('pool')})")
-    add("--split", default=unset, help=f"training split ({_default('split')})")
-    add("--env-option", action="append", default=[], metavar="KEY=VALUE", help="ConductorEnv option, e.g. max_rounds=2 (repeatable; JSON values; added to the profile's)")
-    add("--suite-option", action="append", default=[], metavar="KEY=VALUE", help="task-suite option, e.g. size=20 (repeatable; JSON values; added to the profile's)")
-    add("--problems", type=int, default=unset, help="use at most this many problems of the split")
-    add(
-        "--balance-domains", action=argparse.BooleanOptionalAction, default=unset,
-        help=f"give every step each domain equally (round-robin order, no shuffle; not in the paper; {_default('balance_domains')})",
-    )
-    add(
-        "--domain-weight", action="append", default=[], metavar="DOMAIN=N",
-        help="with --balance-domains, N questions of DOMAIN per round-robin round instead of 1 (repeatable; make --questions-per-step the round's size; not in the paper)",
-    )
-    add("--conductor-template", default=None, metavar="NAME|FILE", help="Conductor prompt template: a shipped name (default, chat) or a .toml file (docs/PROMPTS.md); no prefill in training")
-    add("--worker-template", default=None, metavar="NAME|FILE", help="worker message template: a shipped name (default, prefill) or a .toml file")
-    add("--prompt", default=unset, choices=["full", "compact", "roster"], help=f"the env's Conductor prompt, a compact one (question + workers) for small models after a format warm start, or roster (compact + each worker's id after its name) ({_default('prompt')})")
-    add("--output-dir", default=unset, help=f"checkpoints, final model, rewards.json, episodes.jsonl and reward_curve.png ({_default('output_dir')})")
-    add("--max-steps", type=int, default=unset, help=f"optimizer steps ({_default('max_steps')})")
-    add("--questions-per-step", type=int, default=unset, help=f"distinct questions per step ({_default('questions_per_step')})")
-    add("--num-generations", type=int, default=unset, help=f"samples per question, the GRPO group ({_default('num_generations')})")
-    add("--per-device-batch-size", type=int, default=unset, help="completions per pass (default: <= 8, dividing the step's batch)")
-    add("--learning-rate", type=float, default=unset, help=_default("learning_rate"))
-    add("--lr-scheduler-type", default=unset, help=_default("lr_scheduler_type"))
-    add("--warmup-ratio", type=float, default=unset, help=_default("warmup_ratio"))
-    add("--epsilon", type=float, default=unset, help=f"clip range ({_default('epsilon')})")
-    add("--beta", type=float, default=unset, help=f"KL coefficient ({_default('beta')})")
-    add("--loss-type", default=unset, help=_default("loss_type"))
-    add("--scale-rewards", default=unset, choices=["group", "batch", "none"], help=_default("scale_rewards"))
-    add("--max-completion-length", type=int, default=unset, help=_default("max_completion_length"))
-    add("--temperature", type=float, default=unset, help=_default("temperature"))
-    add("--reward-draws", type=int, default=unset, help=f"episodes per completion with independent worker samples, rewarded with their mean; cheap only on simulated pools ({_default('reward_draws')})")
-    add("--round-discount", type=float, default=unset, help=f"round credit discount, with max_rounds > 1 ({_default('round_discount')})")
-    add("--lora-r", type=int, default=unset, help=f"LoRA rank, 0: full fine-tuning ({_default('lora_r')})")
-    add("--lora-alpha", type=int, default=unset, help=_default("lora_alpha"))
-    add("--lora-top-layers", type=int, default=unset, help=f"adapt only the top N layers, cheaper on a CPU ({_default('lora_top_layers')})")
-    vllm = grpo.add_mutually_exclusive_group()
-    vllm.add_argument("--vllm", dest="use_vllm", action="store_const", const=True, default=None, help="generate with vLLM (colocated; needs CUDA)")
-    vllm.add_argument("--no-vllm", dest="use_vllm", action="store_const", const=False, help="generate with transformers")
-    _add_warm_start_arguments(grpo)
-    add("--heldout-questions", type=int, default=unset, help=f"validation questions scored before and after GRPO, 0: none ({_default('heldout_questions')})")
-    add("--seed", type=int, default=unset, help=_default("seed"))
-    add("--logging-steps", type=int, default=unset, help=_default("logging_steps"))
-    add("--save-steps", type=int, default=unset, help=f"checkpoint every N steps, 0: final model only ({_default('save_steps')})")
-    add("--trainer-option", action="append", default=[], metavar="KEY=VALUE", help="extra trl.GRPOConfig field (repeatable; JSON values)")
-    grpo.add_argument(
-        "--warm-start-only", action="store_true",
-        help="run only the format warm start and save it to OUTPUT_DIR/warm_start (GRPO runs then start from it with --model DIR --format-warmup-steps 0)",
-    )
-
-
-def _add_warm_start_arguments(grpo: argparse.ArgumentParser) -> None:
-    """Adds the ``train grpo`` flags of the format warm start's recipe fields."""
-    from conductor_env.agents.workflow_shapes import PLAN_ORDERS, WARM_START_SHAPES
-
-    add = grpo.add_argument
-    unset = argparse.SUPPRESS
-    add("--format-warmup-steps", type=int, default=unset, help=f"supervised format warm start steps before GRPO, not in the paper ({_default('format_warmup_steps')})")
-    add("--format-warmup-lr", type=float, default=unset, help=_default("format_warmup_lr"))
-    add(
-        "--format-warmup-shape-word", action=argparse.BooleanOptionalAction, default=unset,
-        help=f"warm start targets name their workflow's shape (Shape: single|judge|verify.) before the plan ({_default('format_warmup_shape_word')})",
-    )
-    add(
-        "--format-warmup-shapes", default=unset, choices=sorted(WARM_START_SHAPES),
-        help=f"warm start targets of several workflow shapes (a named set) instead of one call to each worker ({_default('format_warmup_shapes')})",
-    )
-    add(
-        "--format-warmup-plan-order", default=unset, choices=list(PLAN_ORDERS),
-        help=f"warm start plans name the workers in step order, or the answering worker first and then the steps it reads ({_default('format_warmup_plan_order')})",
-    )
-    add(
-        "--format-warmup-all-layers", action=argparse.BooleanOptionalAction, default=unset,
-        help=f"the warm start adapts every layer, whatever --lora-top-layers says; it then copies the answering worker's id (a slower step on a CPU; {_default('format_warmup_all_layers')})",
-    )
-    add(
-        "--format-warmup-id-orders", type=int, default=unset,
-        help=f"warm start episodes per question, each under its own random sub-pool order, so one batch shows a plan under several ids ({_default('format_warmup_id_orders')})",
-    )
-
-
-def _options(pairs: list[str], flag: str) -> dict[str, Any]:
-    """Parses ``KEY=VALUE`` flags with the eval command's parser (JSON values when they parse)."""
-    from conductor_env.evaluation.setup import EvalConfigError, parse_option_values
-
-    try:
-        return parse_option_values(pairs, flag)
-    except EvalConfigError as error:
-        raise UsageError(str(error)) from error
-
-
 def _cuda() -> bool:
     """Whether torch sees a CUDA GPU."""
-    import torch
+    from conductor_env.agents.training.trl_config import cuda_available
 
-    return torch.cuda.is_available()
+    return cuda_available()
 
 
-def _base_settings(args: argparse.Namespace, cuda: bool) -> Any:
-    """Returns the profile (or ``--recipe``) whose settings the flags override.
+def recipe_file_from_args(args: argparse.Namespace, *, cuda: bool) -> tuple[Any, str]:
+    """Returns the recipe file ``--recipe`` names (else ``gpu`` or ``cpu`` by ``cuda``) and why it was picked.
 
     Raises:
-        UsageError: For ``--recipe`` with ``--profile``, or an unknown profile.
+        UsageError: For an unknown recipe or a bad recipe file.
     """
-    from conductor_env.agents.training.profiles import RECIPES, choose_profile
+    from conductor_env.agents.training.recipe import RecipeError
+    from conductor_env.agents.training.recipes import default_recipe_name, load_recipe
 
-    recipe = getattr(args, "recipe", None)
-    if recipe is not None:
-        if getattr(args, "profile", None) is not None:
-            raise UsageError(f"--recipe {recipe} sets every default itself: drop --profile")
-        return RECIPES[recipe]
+    name, why = (args.recipe, "chosen with --recipe") if args.recipe else default_recipe_name(cuda=cuda)
     try:
-        return choose_profile(getattr(args, "profile", None), cuda=cuda)[0]
-    except ValueError as error:
-        raise UsageError(str(error)) from error
+        return load_recipe(name), why
+    except RecipeError as error:
+        raise UsageError(str(error).splitlines()[0]) from error
 
 
-def _env_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Returns the ``--env-option`` values with ``--conductor-template``/``--worker-template``, checked.
-
-    Raises:
-        UsageError: For a malformed, unknown or bad option (a template that does not load).
-    """
-    from conductor_env.evaluation.setup import EvalConfigError, env_options_of
-
-    env_options = _options(args.env_option, "--env-option")
-    for name in ("conductor_template", "worker_template"):
-        if getattr(args, name, None):
-            env_options[name] = getattr(args, name)
-    try:
-        env_options_of(env_options)
-    except EvalConfigError as error:
-        raise UsageError(str(error)) from error
-    return env_options
-
-
-def recipe_from_args(args: argparse.Namespace, *, cuda: bool | None = None) -> Any:
-    """Returns the :class:`~conductor_env.agents.training.recipe.GRPORecipe` that parsed arguments describe.
-
-    ``--recipe paper`` (:data:`~conductor_env.agents.training.profiles.PAPER_RECIPE`), else the profile
-    (``--profile``, else :func:`~conductor_env.agents.training.profiles.choose_profile` by ``cuda``),
-    gives the defaults; every flag given overrides its value. ``--recipe paper`` is checked
-    against this machine at once (:func:`~conductor_env.agents.training.profiles.check_paper_requirements`).
-
-    Args:
-        args: The parsed ``train grpo`` arguments.
-        cuda: Whether a CUDA GPU is available (``None``: ask torch).
+def build_recipe(recipe_file: Any, args: argparse.Namespace) -> Any:
+    """Returns the :class:`~conductor_env.agents.training.recipe.GRPORecipe` of ``recipe_file``
+    with every flag given on top.
 
     Raises:
-        UsageError: For malformed ``KEY=VALUE`` options, an unknown env option or profile, or a
-            ``--recipe paper`` this machine cannot run (no CUDA GPU, no vLLM, no model).
+        UsageError: For a malformed ``KEY=VALUE`` flag or a setting the recipe's validation refuses.
     """
-    from conductor_env.agents.training.recipe import DEFAULT_ENV, ENV_SETTINGS, GRPORecipe, recipe_from_settings
-    from conductor_env.agents.training.preflight import RecipeError, check_env
-    from conductor_env.agents.training.profiles import RequirementError, check_paper_requirements, recipe_settings
+    from conductor_env.agents.training.flags import changes_from_args
     from conductor_env.envs.setup import SetupError
+    from conductor_env.options import EnvOptionError
 
-    env_options = _env_options(args)
-    cuda = _cuda() if cuda is None else cuda
-    base = _base_settings(args, cuda)
-    known = {f.name for f in fields(GRPORecipe)} | set(ENV_SETTINGS)
-    given = {name: getattr(args, name) for name in _RECIPE_FLAGS if name in known and hasattr(args, name)}
-    if args.use_vllm is not None:
-        given["use_vllm"] = args.use_vllm
-    given["env_options"] = env_options
-    given["suite_options"] = _options(args.suite_option, "--suite-option")
-    given["trainer_options"] = _options(args.trainer_option, "--trainer-option")
-    if args.domain_weight:
-        given["domain_weights"] = _options(args.domain_weight, "--domain-weight")
-    settings = recipe_settings(base, given)
     try:
-        if getattr(args, "recipe", None) == "paper":
-            check_paper_requirements(str(settings["model"]), cuda=cuda, use_vllm=settings.get("use_vllm"))
-        check_env(settings.get("env", DEFAULT_ENV["env"]))
-        return recipe_from_settings(settings)
-    except (RecipeError, RequirementError, SetupError, ValueError) as error:
-        raise UsageError(str(error)) from error
+        return recipe_file.build(changes_from_args(args, recipe_file.settings))
+    except (EnvOptionError, SetupError, ValueError) as error:
+        raise UsageError(str(error).splitlines()[0]) from error
+
+
+def recipe_from_args(args: argparse.Namespace, *, cuda: bool | None = None) -> tuple[Any, Any]:
+    """Returns the recipe file and the recipe that parsed arguments describe (see
+    :func:`recipe_file_from_args` and :func:`build_recipe`)."""
+    recipe_file, _ = recipe_file_from_args(args, cuda=_cuda() if cuda is None else cuda)
+    return recipe_file, build_recipe(recipe_file, args)
 
 
 def eval_command(recipe: Any, final_dir: str) -> str:
@@ -304,7 +176,8 @@ def eval_command(recipe: Any, final_dir: str) -> str:
     import shlex
 
     setup = recipe.setup
-    parts = ["conductor-env", "eval", "--env", setup.env_id, "--pool", str(setup.pool), "--split", recipe.heldout_split]
+    split = recipe.heldout.split if recipe.heldout is not None else "validation"
+    parts = ["conductor-env", "eval", "--env", setup.env_id, "--pool", str(setup.pool), "--split", split]
     for flag, options in (("--env-option", setup.options.changed()), ("--suite-option", setup.suite_options)):
         for key, value in options.items():
             parts += [flag, f"{key}={json.dumps(value, separators=(',', ':'))}"]
@@ -335,39 +208,37 @@ def _run_warm_start_only(recipe: Any) -> int:
 
 
 def run_grpo_command(args: argparse.Namespace) -> int:
-    """Runs ``conductor-env train grpo``: says which profile and why, checks the recipe before any
-    model loads, trains with a progress bar, and prints the held-out figures and the eval line."""
+    """Runs ``conductor-env train grpo``: says which recipe and why, checks it against this machine
+    before any model loads, trains with a progress bar, and prints the held-out figures and the eval line."""
+    from conductor_env.agents.training.preflight import check_recipe
+    from conductor_env.agents.training.recipe import RecipeError
     from conductor_env.agents.training.trainer import train_grpo
-    from conductor_env.agents.training.preflight import RecipeError, check_recipe
-    from conductor_env.agents.training.profiles import choose_profile
 
     cuda = _cuda()
-    if getattr(args, "recipe", None) is None:
-        try:
-            _, line = choose_profile(args.profile, cuda=cuda)
-        except ValueError as error:
-            raise UsageError(str(error)) from error
-        print(line, flush=True)
-    recipe = recipe_from_args(args, cuda=cuda)
-    if getattr(args, "recipe", None) is not None:
-        from conductor_env.agents.training.profiles import RECIPES
-
-        print(f"recipe {args.recipe} ({RECIPES[args.recipe].summary}): chosen with --recipe", flush=True)
+    recipe_file, why = recipe_file_from_args(args, cuda=cuda)
+    print(f"recipe {recipe_file.name} ({recipe_file.summary}): {why}", flush=True)
+    recipe = build_recipe(recipe_file, args)
     try:
-        check_recipe(recipe)
+        check_recipe(recipe, cuda=cuda, requires=recipe_file.requires)
     except RecipeError as error:
         raise UsageError(str(error)) from error
-    if getattr(args, "warm_start_only", False):
+    if args.warm_start_only:
         return _run_warm_start_only(recipe)
+    grpo = recipe.grpo
     print(
-        f"training {recipe.model} on {recipe.setup.env_id} (pool {recipe.setup.pool}): {recipe.max_steps} steps of "
-        f"{recipe.questions_per_step} questions x {recipe.num_generations} samples -> {recipe.output_dir}",
+        f"training {recipe.model.name} on {recipe.env.id} (pool {recipe.env.pool}): {grpo.max_steps} steps of "
+        f"{grpo.questions_per_step} questions x {grpo.num_generations} samples -> {recipe.output_dir}",
         flush=True,
     )
     try:
         run = train_grpo(recipe, progress=True, say=lambda text: print(text, flush=True), env_factory=_env_factory(args))
     except (ValueError, KeyError) as error:
         raise UsageError(str(error).splitlines()[0]) from error
+    _print_run(run, recipe)
+    return 0
+
+
+def _print_run(run: Any, recipe: Any) -> None:
     if run.rewards:
         print(f"mean env reward: first step {run.rewards[0]:.3f}, last step {run.rewards[-1]:.3f} over {len(run.rewards)} logged steps")
     if run.heldout_before is not None and run.heldout_after is not None:
@@ -376,4 +247,3 @@ def run_grpo_command(args: argparse.Namespace) -> int:
         print(f"reward curve: {run.curve_path}")
     print(f"final model: {run.final_dir}\nrewards and episodes: {recipe.output_dir}/rewards.json")
     print(f"evaluate it: {eval_command(recipe, run.final_dir)}")
-    return 0

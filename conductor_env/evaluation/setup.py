@@ -8,19 +8,16 @@ failed episodes.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Iterable, Mapping, Sequence
 
 from conductor_env.agents.base import Policy
 from conductor_env.agents.specs import make_policy
+from conductor_env.envs.preflight import missing_api_keys
 from conductor_env.envs.setup import EnvParts, EnvSetup, SetupError, suite_of_id
 from conductor_env.options import EnvOptionError, EnvOptions
 from conductor_env.tasks.registry import SuiteError
 from conductor_env.workers.pool import PoolError, WorkerPool, load_pool
 
-#: Environment variables the SDKs read when a pool entry names none (only for the vendors' own
-#: endpoints: a ``base_url`` pointing at a local server needs no key).
-DEFAULT_KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 #: Env settings with their own command-line flags, refused as ``--env-option``.
 RESERVED_OPTIONS = ("suite", "pool", "split", "sandbox", "suite_options")
 
@@ -108,21 +105,6 @@ def build_pool(source: str | WorkerPool) -> WorkerPool:
         raise EvalConfigError(_one_line(error)) from error
     check_api_keys(pool)
     return pool
-
-
-def missing_api_keys(pool: WorkerPool, environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """Returns ``(worker name, variable)`` for each worker whose API key variable is unset.
-
-    A worker needs a key when its spec names ``api_key_env``, or when it talks to OpenAI's or
-    Anthropic's own endpoint (no ``base_url``) and the SDK would read the vendor's variable.
-    """
-    environ = os.environ if environ is None else environ
-    missing = []
-    for spec in pool.specs:
-        variable = spec.api_key_env or (DEFAULT_KEY_VARIABLES.get(spec.backend) if not spec.base_url else None)
-        if variable and not environ.get(variable):
-            missing.append((spec.name, variable))
-    return missing
 
 
 def check_api_keys(pool: WorkerPool) -> None:

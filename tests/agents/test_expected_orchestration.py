@@ -4,6 +4,7 @@ to be paid more than their workers earn."""
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 import subprocess
 import sys
@@ -12,13 +13,16 @@ from pathlib import Path
 import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.agents.training.recipe import recipe_from_settings
-from conductor_env.agents.training.profiles import CPU_DATASETS, ORCHESTRA_JUDGE_POOL, RECIPES, recipe_settings
+from conductor_env.agents.training.recipes import load_recipe
 from conductor_env.cli.demo import ORCHESTRA_BASELINES
 from conductor_env.evaluation import expected as expected_module
 from conductor_env.evaluation import oracle as oracle_module
 from conductor_env.evaluation.records import EpisodeSpec, episode_record, round_record
 from conductor_env.rewards import RewardScheme
+
+ORCHESTRA_POOL = str(importlib.resources.files("conductor_env.pools") / "orchestra.toml")
+ORCHESTRA_JUDGE_POOL = str(importlib.resources.files("conductor_env.pools") / "orchestra-judge.toml")
+CPU_DATASETS = load_recipe("cpu").settings["env"]["suite_options"]["datasets"]
 
 #: The orchestrate recipes' held-out env options (cost_aware reward, price weight 1, at most 3 steps).
 ENV_OPTIONS = {"examples": "none", "show_names": "true", "reward": "cost_aware", "price_weight": "1.0", "max_steps": "3"}
@@ -59,7 +63,7 @@ def played(tmp_path_factory) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def env():
-    recipe = recipe_from_settings(recipe_settings(RECIPES["orchestrate-judge"], {"suite_options": {"size": 10}}))
+    recipe = load_recipe("orchestrate-judge").build({"env": {"suite_options": {"size": 10}}})
     environment = recipe.setup.replace(subpool_size=None).make()  # canonical order: 0 flash, 1 solver, 2 checker
     yield environment
     environment.close()

@@ -4,15 +4,20 @@ and pick workers by name (the second a workflow shape per domain)."""
 
 from __future__ import annotations
 
+import importlib.resources
 import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.agents.llm import LLMConductor
-from conductor_env.agents.training.profiles import CPU_SUITE_OPTIONS, ORCHESTRA_JUDGE_POOL, ORCHESTRA_POOL
 from conductor_env.agents.shipped import SHIPPED_CONDUCTORS, shipped_conductor
 from conductor_env.envs import EnvSetup
 from conductor_env.event_loop import run_sync
 from conductor_env.workflow import parse_workflow
+
+ORCHESTRA_POOL = str(importlib.resources.files("conductor_env.pools") / "orchestra.toml")
+ORCHESTRA_JUDGE_POOL = str(importlib.resources.files("conductor_env.pools") / "orchestra-judge.toml")
+#: The datasets the shipped Conductors were trained on (the cpu recipe's suite options).
+CPU_SUITE_OPTIONS = {"datasets": ["basic_arithmetic", "chain_sum", "letter_counting", "spell_backward", "syllogism", "family_relationships"], "allow_gameable": True}
 
 NAME = "orchestra-gemma3-270m"
 JUDGE_NAME = "orchestra-judge-gemma3-270m"

@@ -14,7 +14,7 @@ from gymnasium.utils.env_checker import check_env
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.agents.episode import PolicyBatcher, play
-from conductor_env.agents.prompts import action_of, chat_messages, compact_prompt, observation_of_chat
+from conductor_env.agents.prompts import action_of, chat_messages, compact_prompt
 from conductor_env.agents.llm import LLMConductor
 from conductor_env.calls import Completion
 from conductor_env.envs import EnvSetup
@@ -257,11 +257,10 @@ def test_the_llm_conductor_sends_system_and_prefill_and_acts_with_both(tmp_path:
     run_sync(policy.aclose())
 
 
-def test_chat_messages_round_trip_and_default_observations_stay_one_user_message() -> None:
+def test_chat_messages_and_default_observations_stay_one_user_message() -> None:
     observation = {"prompt": "P", "system": "S", "prefill": "F", "workers": "Model id 0", "question": "Q", "history": ""}
     messages = chat_messages(observation)
     assert messages == [{"role": "system", "content": "S"}, {"role": "user", "content": "P"}, {"role": "assistant", "content": "F"}]
-    assert observation_of_chat(messages) == {"prompt": "P", "system": "S", "prefill": "F"}
     assert chat_messages(observation, compact_prompt)[1]["content"].startswith("Workers:\nModel id 0")
     assert action_of(observation, " x") == "F x"
     plain = {"prompt": "P", "system": "", "prefill": ""}

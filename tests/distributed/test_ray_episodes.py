@@ -186,14 +186,14 @@ def test_eval_cli_runs_on_the_cluster(cluster, tmp_path):
 
 @pytest.mark.slow
 def test_two_real_grpo_steps_rewarded_on_ray(cluster, tmp_path):
-    from conductor_env.agents.training import GRPORecipe, build_trainer
+    from conductor_env.agents.training import EnvSettings, GRPORecipe, GRPOSettings, build_trainer
     from conductor_env.agents.training.reward import REWARD_NAME
     from conductor_env.distributed import RayEnvFactory
     from conductor_env.envs import EnvSetup
 
-    setup = EnvSetup.from_id("Conductor-RG-v0", pool="simulated", split="train", suite_options={"datasets": ["basic_arithmetic", "spell_backward"], "size": 3}, examples="none")
-    recipe = GRPORecipe(model="gemma3-270m", setup=setup, problems=4, output_dir=str(tmp_path), max_steps=2,
-                        questions_per_step=1, num_generations=2, max_completion_length=24, learning_rate=1e-5)
+    env = EnvSettings(suite_options={"datasets": ["basic_arithmetic", "spell_backward"], "size": 3}, options={"examples": "none"}, problems=4)
+    setup = env.setup()
+    recipe = GRPORecipe(env=env, grpo=GRPOSettings(max_steps=2, questions_per_step=1, num_generations=2, max_completion_length=24, learning_rate=1e-5), output_dir=str(tmp_path))
     factory = RayEnvFactory(setup, workers=2)
     trainer, reward = build_trainer(recipe, factory=factory)
     try:

@@ -113,7 +113,15 @@ def assert_vector_info(infos: dict[str, Any], num_envs: int) -> None:
 def assert_same_observations(batch: dict[str, Any], singles: list[dict[str, Any]]) -> None:
     """Asserts a batched observation holds, entry by entry, the single envs' observations."""
     for index, single in enumerate(singles):
-        assert {key: values[index] for key, values in batch.items()} == single
+        assert {key: _entry(values, index) for key, values in batch.items()} == single
+
+
+def _entry(values: Any, index: int) -> Any:
+    """Sub-env ``index``'s value of one batched entry; a batched Tuple space (``worker_names``) is
+    a tuple of batched elements (gymnasium's ``batch_space``)."""
+    if isinstance(values, tuple) and values and isinstance(values[0], tuple):
+        return tuple(element[index] for element in values)
+    return values[index]
 
 
 def test_every_builtin_id_is_registered_and_covered() -> None:

@@ -14,7 +14,8 @@ from conductor_env.envs import EnvSetup
 from conductor_env.agents import make_policy
 from conductor_env.agents.base import Policy
 from conductor_env.agents.training.data import build_dataset
-from conductor_env.agents.training.recipe import GRPORecipe, grpo_config
+from conductor_env.agents.training.recipe import EnvSettings, GRPORecipe, GRPOSettings, ModelSettings, RecipeError
+from conductor_env.agents.training.trl_config import grpo_config
 from conductor_env.agents.training.reward import EPISODES_FILE, REWARD_NAME, ConductorReward, EnvFactory
 from conductor_env.agents.training.saving import logged_rewards
 from conductor_env.agents.training.trainer import build_trainer
@@ -74,7 +75,7 @@ def test_balanced_dataset_alternates_the_domains(factory):
     assert all(len(pair) == 2 for pair in pairs[: min(domains.count(d) for d in set(domains))])
     assert balanced["episode_seed"] == list(range(3, 3 + len(balanced)))
     assert build_dataset(factory, seed=4, balance_domains=True)["problem_id"] != balanced["problem_id"]  # shuffled per seed
-    assert grpo_config(GRPORecipe(balance_domains=True)).shuffle_dataset is False
+    assert grpo_config(GRPORecipe(env=EnvSettings(balance_domains=True))).shuffle_dataset is False
     assert grpo_config(GRPORecipe()).shuffle_dataset is True
 
 
@@ -98,10 +99,10 @@ def test_domain_weights_repeat_a_domain_in_every_round(factory):
         build_dataset(factory, balance_domains=True, domain_weights={heavy: 0})
     with pytest.raises(ValueError, match="need balance_domains"):
         build_dataset(factory, domain_weights={heavy: 2})
-    with pytest.raises(ValueError, match="set balance_domains"):
-        GRPORecipe(domain_weights={heavy: 2})
-    with pytest.raises(ValueError, match="integers >= 1"):
-        GRPORecipe(balance_domains=True, domain_weights={heavy: True})
+    with pytest.raises(RecipeError, match="set balance_domains"):
+        GRPORecipe(env=EnvSettings(domain_weights={heavy: 2}))
+    with pytest.raises(RecipeError, match="integers >= 1"):
+        GRPORecipe(env=EnvSettings(balance_domains=True, domain_weights={heavy: True}))
 
 
 def test_each_rewarded_episode_is_appended_to_the_episodes_file_as_it_is_scored(factory, tmp_path):
@@ -214,7 +215,7 @@ def test_warm_start_rows_cover_every_worker_once(factory):
     groups = warm_start_rows(factory, limit=3, seed=1)
     assert len(groups) == 3
     for group in groups:
-        assert len({prompt for prompt, _ in group}) == 1
+        assert len({str(messages) for messages, _ in group}) == 1
         workers = [parse_workflow(action, num_workers=3).steps[0].worker for _, action in group]
         assert workers == [0, 1, 2]  # every shown worker once: a uniform choice is the optimum
         assert all("format the task asks for" in action for _, action in group)
@@ -235,7 +236,7 @@ def test_compact_prompt_keeps_the_workers_and_the_task(factory):
     assert len(text) < len(observation["prompt"]) / 2
     rows = build_dataset(factory, limit=2, prompt_builder=compact_prompt)
     assert all(row["prompt"][0]["content"].startswith("Workers:") for row in rows)
-    assert recipe_from_args(build_parser().parse_args(["train", "grpo", "--prompt", "compact"])).prompt == "compact"
+    assert recipe_from_args(build_parser().parse_args(["train", "grpo", "--prompt", "compact"]))[1].model.prompt == "compact"
     with pytest.raises(ValueError, match="unknown prompt"):
         prompt_builder_of("verbose")
 
@@ -243,19 +244,20 @@ def test_compact_prompt_keeps_the_workers_and_the_task(factory):
 def test_paper_defaults():
     recipe = GRPORecipe()
     config = grpo_config(recipe)
-    assert (recipe.max_steps, recipe.questions_per_step, recipe.num_generations) == (200, 4, 64)
+    assert (recipe.grpo.max_steps, recipe.grpo.questions_per_step, recipe.grpo.num_generations) == (200, 4, 64)
     assert config.num_generations == 64 and config.generation_batch_size == 256
     assert config.per_device_train_batch_size * config.gradient_accumulation_steps == 256
     assert config.learning_rate == 1e-6 and config.lr_scheduler_type == "cosine"
     assert config.warmup_steps == pytest.approx(0.03)
     assert (config.epsilon, config.beta, config.loss_type, config.scale_rewards) == (0.2, 0.0, "bnpo", "group")
     assert (config.max_completion_length, config.temperature) == (1024, 1.0)
-    assert recipe.round_discount == 0.25
+    assert recipe.setup.options.round_discount == 0.25  # the env's option, the one place it lives
+    assert recipe.warm_start is None and recipe.heldout is None  # the paper has neither
     assert config.use_cpu and not config.use_vllm  # no GPU on the test machine
-    with pytest.raises(ValueError, match="divide"):
-        grpo_config(GRPORecipe(per_device_batch_size=7))
-    with pytest.raises(ValueError, match="CUDA"):
-        grpo_config(GRPORecipe(use_vllm=True))
+    with pytest.raises(RecipeError, match="divide"):
+        GRPORecipe(grpo=GRPOSettings(per_device_batch_size=7))
+    with pytest.raises(RecipeError, match="CUDA"):
+        grpo_config(GRPORecipe(grpo=GRPOSettings(use_vllm=True)))
 
 
 def test_cli_maps_flags_to_the_recipe():
@@ -264,31 +266,26 @@ def test_cli_maps_flags_to_the_recipe():
 
     parser = build_parser()
     args = parser.parse_args(["train", "grpo", "--max-steps", "3", "--env-option", "max_rounds=2", "--lora-r", "8", "--no-vllm"])
-    recipe = recipe_from_args(args, cuda=True)  # the gpu profile: the paper's defaults
-    assert recipe.max_steps == 3 and recipe.setup.options.changed() == {"max_rounds": 2} and recipe.lora_r == 8
-    assert recipe.use_vllm is False and recipe.learning_rate == 1e-6 and recipe.num_generations == 64
-    assert recipe.balance_domains is False
-    assert recipe_from_args(parser.parse_args(["train", "grpo", "--balance-domains"]), cuda=True).balance_domains is True
-    weighted = recipe_from_args(parser.parse_args(["train", "grpo", "--balance-domains", "--domain-weight", "reasoning=2"]), cuda=True)
-    assert weighted.domain_weights == {"reasoning": 2}
+    recipe = recipe_from_args(args, cuda=True)[1]  # the gpu recipe: the paper's defaults
+    assert recipe.grpo.max_steps == 3 and recipe.setup.options.changed() == {"max_rounds": 2} and recipe.model.lora_r == 8
+    assert recipe.grpo.use_vllm is False and recipe.grpo.learning_rate == 1e-6 and recipe.grpo.num_generations == 64
+    assert recipe.env.balance_domains is False
+    assert recipe_from_args(parser.parse_args(["train", "grpo", "--balance-domains"]), cuda=True)[1].env.balance_domains is True
+    weighted = recipe_from_args(parser.parse_args(["train", "grpo", "--balance-domains", "--domain-weight", "reasoning=2"]), cuda=True)[1]
+    assert weighted.env.domain_weights == {"reasoning": 2}
     with pytest.raises(UsageError, match="set balance_domains"):
         recipe_from_args(parser.parse_args(["train", "grpo", "--domain-weight", "reasoning=2"]), cuda=True)
-    with pytest.raises(UsageError, match="unknown --env-option"):
+    with pytest.raises(UsageError, match="unknown env option 'max_round'; did you mean 'max_rounds'"):
         recipe_from_args(parser.parse_args(["train", "grpo", "--env-option", "max_round=2"]))
 
 
 @pytest.mark.slow
 def test_two_real_grpo_steps_log_the_envs_reward(tmp_path):
     recipe = GRPORecipe(
-        model="gemma3-270m",
-        setup=EnvSetup.from_id("Conductor-RG-v0", pool="simulated", split="train", suite_options=SMALL_RG, examples="none"),
-        problems=4,
+        model=ModelSettings(name="gemma3-270m"),
+        env=EnvSettings(id="Conductor-RG-v0", pool="simulated", suite_options=SMALL_RG, options={"examples": "none"}, problems=4),
+        grpo=GRPOSettings(max_steps=2, questions_per_step=1, num_generations=2, max_completion_length=24, learning_rate=1e-5),
         output_dir=str(tmp_path),
-        max_steps=2,
-        questions_per_step=1,
-        num_generations=2,
-        max_completion_length=24,
-        learning_rate=1e-5,
     )
     trainer, reward = build_trainer(recipe)
     try:

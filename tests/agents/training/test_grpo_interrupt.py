@@ -11,9 +11,8 @@ import pytest
 from transformers import TrainerCallback
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.agents.training.recipe import GRPORecipe
+from conductor_env.agents.training.recipe import EnvSettings, GRPORecipe, GRPOSettings, ModelSettings
 from conductor_env.agents.training.trainer import train_grpo
-from conductor_env.envs import EnvSetup
 
 SMALL_RG = {"datasets": ["basic_arithmetic", "spell_backward"], "size": 3}
 
@@ -42,10 +41,10 @@ def terminal_sigint():
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_an_interrupted_run_saves_its_model_and_episodes(tmp_path, signum, terminal_sigint):
     recipe = GRPORecipe(
-        model="gemma3-270m",
-        setup=EnvSetup.from_id("Conductor-RG-v0", pool="simulated", split="train", suite_options=SMALL_RG, examples="none"),
-        problems=4, output_dir=str(tmp_path), max_steps=5, questions_per_step=1, num_generations=2,
-        max_completion_length=16, lora_r=8, lora_top_layers=2, learning_rate=1e-5,
+        model=ModelSettings(lora_r=8, lora_top_layers=2),
+        env=EnvSettings(suite_options=SMALL_RG, options={"examples": "none"}, problems=4),
+        grpo=GRPOSettings(max_steps=5, questions_per_step=1, num_generations=2, max_completion_length=16, learning_rate=1e-5),
+        output_dir=str(tmp_path),
     )
     lines: list[str] = []
     run = train_grpo(recipe, callbacks=[SignalAfterFirstStep(signum)], say=lines.append)

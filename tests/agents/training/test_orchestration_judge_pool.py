@@ -4,12 +4,16 @@ played episodes is checked for both pools in ``test_orchestration_recipe.py``)."
 
 from __future__ import annotations
 
+import importlib.resources
 from pathlib import Path
 
 import pytest
 
-from conductor_env.agents.training.profiles import ORCHESTRA_JUDGE_POOL, ORCHESTRA_POOL, RECIPES, recipe_settings
+from conductor_env.agents.training.recipes import load_recipe
 from conductor_env.workers.pool import load_pool
+
+ORCHESTRA_POOL = str(importlib.resources.files("conductor_env.pools") / "orchestra.toml")
+ORCHESTRA_JUDGE_POOL = str(importlib.resources.files("conductor_env.pools") / "orchestra-judge.toml")
 
 
 @pytest.fixture(scope="module")
@@ -21,11 +25,11 @@ def oracle():
 
 
 def test_the_recipe_is_orchestrate_on_another_pool():
-    judge, plain = recipe_settings(RECIPES["orchestrate-judge"], {}), recipe_settings(RECIPES["orchestrate"], {})
-    assert Path(judge.pop("pool")) == Path(ORCHESTRA_JUDGE_POOL) and Path(plain.pop("pool")) == Path(ORCHESTRA_POOL)
-    assert (judge.pop("scale_rewards"), judge.pop("max_steps")) == ("batch", 30)
-    assert plain.pop("max_steps") == 40 and "scale_rewards" not in plain
-    assert judge == plain
+    judge, plain = load_recipe("orchestrate-judge").build(), load_recipe("orchestrate").build()
+    assert (judge.env.pool, plain.env.pool) == ("orchestra-judge", "orchestra")
+    assert (judge.grpo.scale_rewards, judge.grpo.max_steps, plain.grpo.scale_rewards, plain.grpo.max_steps) == ("batch", 30, "group", 40)
+    same = {"env": {"pool": "orchestra"}, "grpo": {"scale_rewards": "group", "max_steps": 40}}
+    assert load_recipe("orchestrate-judge").build(same) == plain
     assert [spec.name for spec in load_pool("orchestra-judge").specs] == ["flash", "solver", "checker"]  # the preset name loads it
 
 

@@ -3,6 +3,7 @@ the ``orchestra`` pool checked against episodes played in the real env."""
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 import re
 from collections import defaultdict
@@ -19,11 +20,14 @@ from conductor_env.evaluation.strategy import (
     applicable, plan_code_disagreement, planned_workers, played_paired_gaps, rounds_summary, strategy_markdown, strategy_summary,
 )
 from conductor_env.evaluation.training_samples import training_strategy, training_subpools
-from conductor_env.agents.training.recipe import recipe_from_settings
+from conductor_env.agents.training.recipe import RecipeError
+from conductor_env.agents.training.recipes import load_recipe
 from conductor_env.agents.training.reward import EnvFactory
-from conductor_env.agents.training.profiles import ORCHESTRA_POOL, RECIPES, recipe_settings
 from conductor_env.agents.training.warmstart import WARM_START_SHAPES, domain_preamble, plan_text, shape_label, warm_start_rows
 from conductor_env.workflow import parse_workflow
+
+ORCHESTRA_POOL = str(importlib.resources.files("conductor_env.pools") / "orchestra.toml")
+ORCHESTRA_JUDGE_POOL = str(importlib.resources.files("conductor_env.pools") / "orchestra-judge.toml")
 
 def oracle_module():
     """The closed-form oracle of a simulated pool (docs/ORCHESTRATION.md)."""
@@ -34,21 +38,22 @@ def oracle_module():
 
 @pytest.fixture(scope="module")
 def recipe():
-    return recipe_from_settings(recipe_settings(RECIPES["orchestrate"], {"suite_options": {"size": 10}}))
+    return load_recipe("orchestrate").build({"env": {"suite_options": {"size": 10}}})
 
 
 def test_the_recipe_prices_calls_and_allows_three_steps(recipe):
     options = recipe.setup.options
     assert (options.reward, options.price_weight, options.max_steps, options.show_names) == ("cost_aware", 1.0, 3, True)
     assert options.subpool_size == 3  # every episode shows the three workers in a random order
-    assert Path(str(recipe.setup.pool)) == Path(ORCHESTRA_POOL) and Path(ORCHESTRA_POOL).is_file()
-    assert recipe.format_warmup_shapes == "orchestrate" and recipe.format_warmup_steps > 0 and recipe.balance_domains
-    assert recipe.format_warmup_plan and recipe.reward_draws > 1 and recipe.prompt == "roster"
-    assert recipe_settings(RECIPES["orchestrate"], {"max_steps": 5})["max_steps"] == 5  # flags still override
+    assert recipe.setup.pool == "orchestra" and Path(ORCHESTRA_POOL).is_file()
+    assert recipe.warm_start.shapes == "orchestrate" and recipe.warm_start.steps > 0 and recipe.env.balance_domains
+    assert recipe.warm_start.plan and recipe.grpo.reward_draws > 1 and recipe.model.prompt == "roster"
+    assert load_recipe("orchestrate").build({"grpo": {"max_steps": 5}}).grpo.max_steps == 5  # changes still override
 
 
-def shown_names(prompt: str) -> dict[int, str]:
-    """Shown id -> worker name, read from the prompt's worker lines."""
+def shown_names(messages: list[dict[str, str]]) -> dict[int, str]:
+    """Shown id -> worker name, read from the worker lines of a warm-start row's chat messages."""
+    prompt = "\n".join(message["content"] for message in messages)
     return {int(m.group(1)): m.group(2) for m in re.finditer(r"Model id (\d+): (\w+)", prompt)}
 
 
@@ -78,7 +83,7 @@ def test_the_warm_start_writes_every_shape_once_by_name_whatever_the_ids(recipe)
     expected = [tuple((pool_names[w], sees) for w, _, sees in shape) for shape in WARM_START_SHAPES["orchestrate"]]
     orders = set()
     for group in groups:
-        assert len({prompt for prompt, _ in group}) == 1
+        assert len({str(messages) for messages, _ in group}) == 1
         names = shown_names(group[0][0])
         orders.add(tuple(names.values()))
         plans = []
@@ -98,20 +103,6 @@ def test_shape_labels_follow_the_structure_not_the_workers():
     assert [shape_label(shape) for shape in WARM_START_SHAPES["orchestrate"]] == ["single"] * 3 + ["judge"] * 2 + ["verify"]
     assert shape_label(((0, None, False), (1, None, True), (2, None, True))) == "chain"  # a step reads before the last
     assert shape_label(((0, None, False), (1, None, False))) == "chain"  # nobody reads: not a verification
-
-
-def test_the_shape_word_comes_first_on_the_plan_line_and_names_the_shape_written(recipe):
-    factory = EnvFactory(recipe.setup)
-    try:
-        groups = warm_start_rows(
-            factory, limit=6, seed=5, subtask="Solve it.", preamble=lambda info: f"Domain: {info['domain']}.", shapes="orchestrate", plan=True, shape_word=True
-        )
-    finally:
-        factory.close()
-    for names, rows in plan_lines(groups, r"Domain: \w+\. Shape: (\w+)\. Plan: ([\w=, ]+)\.\n"):
-        for match, steps in rows:
-            assert match.group(2).split(", ") == [f"{names[s.worker]}={s.worker}" for s in steps]
-        assert [match.group(1) for match, _ in rows] == ["single"] * 3 + ["judge"] * 2 + ["verify"]
 
 
 def test_plan_text_writes_the_answering_worker_first_only_when_asked():
@@ -176,19 +167,19 @@ def test_id_orders_show_each_question_under_several_orders_and_every_target_copi
 
 
 def test_the_recipe_refuses_an_unknown_plan_order():
-    with pytest.raises(ValueError, match="unknown format_warmup_plan_order"):
-        recipe_from_settings({**RECIPES["orchestrate"].settings, "format_warmup_plan_order": "random"})
+    with pytest.raises(RecipeError, match="unknown warm-start plan_order"):
+        load_recipe("orchestrate").build({"warm_start": {"plan_order": "random"}})
 
 
 def test_the_recipe_refuses_fewer_than_one_id_order():
-    with pytest.raises(ValueError, match="format_warmup_id_orders must be at least 1"):
-        recipe_from_settings({**RECIPES["orchestrate"].settings, "format_warmup_id_orders": 0})
+    with pytest.raises(RecipeError, match="id_orders must be at least 1"):
+        load_recipe("orchestrate").build({"warm_start": {"id_orders": 0}})
 
 
 def test_the_recipe_refuses_an_unknown_shape_set():
-    with pytest.raises(ValueError, match="unknown format_warmup_shapes 'judges'"):
-        recipe_from_settings({**RECIPES["orchestrate"].settings, "format_warmup_shapes": "judges"})
-    assert recipe_from_settings({**RECIPES["orchestrate"].settings, "format_warmup_shapes": "orchestrate-cheap-judge"}).format_warmup_shapes == "orchestrate-cheap-judge"
+    with pytest.raises(RecipeError, match="unknown warm-start shapes 'judges'"):
+        load_recipe("orchestrate").build({"warm_start": {"shapes": "judges"}})
+    assert load_recipe("orchestrate").build({"warm_start": {"shapes": "orchestrate-cheap-judge"}}).warm_start.shapes == "orchestrate-cheap-judge"
 
 
 def test_a_shape_listed_three_times_is_a_target_three_times_per_prompt_with_the_rest_once(recipe):
@@ -226,7 +217,7 @@ def test_the_oracle_prefers_a_different_workflow_per_domain_and_beats_every_fixe
 @pytest.mark.parametrize("recipe_name", ["orchestrate", "orchestrate-judge"])
 def test_the_closed_form_matches_episodes_played_in_the_env(recipe_name):
     oracle = oracle_module()
-    recipe = recipe_from_settings(recipe_settings(RECIPES[recipe_name], {"suite_options": {"size": 10}}))
+    recipe = load_recipe(recipe_name).build({"env": {"suite_options": {"size": 10}}})
     workers = oracle.worker_table(str(recipe.setup.pool))
     plans = {"single-flash": ((0, False),), "judge": ((0, False), (0, False), (2, True)), "verify": ((1, False), (2, True))}
     env = recipe.setup.replace(subpool_size=None).make()  # the whole pool in canonical order: ids 0 1 2

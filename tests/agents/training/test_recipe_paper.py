@@ -10,20 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from conductor_env.agents.training.recipe import GRPORecipe
-from conductor_env.agents.training.profiles import PAPER_MODEL, PAPER_RECIPE, RequirementError, check_paper_requirements
+from conductor_env.agents.training.preflight import check_machine, check_recipe
+from conductor_env.agents.training.recipe import EnvSettings, GRPORecipe, RecipeError
+from conductor_env.agents.training.recipes import load_recipe
 from conductor_env.cli import UsageError, build_parser, main
 from conductor_env.cli.train import recipe_from_args
-from conductor_env.envs import EnvSetup
 from conductor_env.workers.pool import load_pool
 
+PAPER_MODEL = "Qwen/Qwen2.5-7B-Instruct"
 #: PAPER.md, "Training setup": GRPO, 200 steps, batch 256 = 4 questions x 64 samples, lr 1e-6
 #: cosine, warmup 0.03, clip 0.2, KL beta 0, loss "bnpo", reward scaling on, Conductor max
 #: completion 1024 tokens at temperature 1.0, vLLM colocated (full fine-tuning).
 PAPER_HYPERPARAMETERS = {
     "max_steps": 200, "questions_per_step": 4, "num_generations": 64, "learning_rate": 1e-6,
     "lr_scheduler_type": "cosine", "warmup_ratio": 0.03, "epsilon": 0.2, "beta": 0.0, "loss_type": "bnpo",
-    "scale_rewards": "group", "max_completion_length": 1024, "temperature": 1.0, "lora_r": 0,
+    "scale_rewards": "group", "max_completion_length": 1024, "temperature": 1.0,
 }  # fmt: skip
 
 
@@ -31,10 +32,15 @@ def parse(*flags: str):
     return build_parser().parse_args(["train", "grpo", *flags])
 
 
+def hyperparameters(recipe: GRPORecipe) -> dict:
+    return {name: getattr(recipe.grpo, name) for name in PAPER_HYPERPARAMETERS}
+
+
 def test_without_a_gpu_the_paper_recipe_stops_at_once_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(UsageError, match="--recipe paper needs a CUDA GPU"):
-        recipe_from_args(parse("--recipe", "paper"), cuda=False)
-    # The command itself: exit status 2 and one line, before any data, pool or model loads.
+    recipe_file, recipe = recipe_from_args(parse("--recipe", "paper"), cuda=False)
+    with pytest.raises(RecipeError, match="this recipe needs a CUDA GPU and none was found"):
+        check_machine(recipe, cuda=False, requires=recipe_file.requires)
+    # The command itself: exit status 2 and one error line, before any data, pool or model loads.
     assert main(["train", "grpo", "--recipe", "paper"]) == 2
     err = capsys.readouterr().err.strip()
     assert "needs a CUDA GPU" in err and len(err.splitlines()) == 1
@@ -43,39 +49,33 @@ def test_without_a_gpu_the_paper_recipe_stops_at_once_with_one_line(capsys: pyte
 def test_an_unavailable_model_stops_the_paper_recipe_before_training(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", "/nonexistent-hf-home")  # an empty cache: the model is not on this machine
-    with pytest.raises(UsageError, match=rf"model '{PAPER_MODEL}' is not on this machine and cannot be downloaded: offline mode"):
-        recipe_from_args(parse("--recipe", "paper", "--no-vllm"), cuda=True)
-    with pytest.raises(RequirementError, match="--model <folder>"):
-        check_paper_requirements("Qwen/Qwen2.5-7B-Instruct", cuda=True, use_vllm=False)
+    recipe_file, recipe = recipe_from_args(parse("--recipe", "paper", "--no-vllm"), cuda=True)
+    with pytest.raises(RecipeError, match=rf"model '{PAPER_MODEL}' is not on this machine and cannot be downloaded: offline mode.*--model <folder>"):
+        check_machine(recipe, cuda=True, requires=recipe_file.requires)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
 def test_the_paper_recipe_asks_for_vllm_when_it_is_missing() -> None:
-    with pytest.raises(UsageError, match="vLLM .* not installed: pip install vllm, or pass --no-vllm"):
-        recipe_from_args(parse("--recipe", "paper"), cuda=True)
+    recipe_file, recipe = recipe_from_args(parse("--recipe", "paper"), cuda=True)
+    with pytest.raises(RecipeError, match="vLLM .* not installed: pip install vllm, or pass --no-vllm"):
+        check_machine(recipe, cuda=True, requires=recipe_file.requires, vllm=False)
 
 
 def test_the_paper_recipe_sets_the_papers_model_mix_pool_and_hyperparameters(tmp_path: Path) -> None:
-    assert PAPER_MODEL == "Qwen/Qwen2.5-7B-Instruct"
     weights = tmp_path / "qwen"  # a model folder stands in for the downloaded model (--model overrides it)
     weights.mkdir()
-    recipe = recipe_from_args(parse("--recipe", "paper", "--no-vllm", "--model", str(weights)), cuda=True)
-    assert recipe.model == str(weights)
+    recipe = recipe_from_args(parse("--recipe", "paper", "--no-vllm", "--model", str(weights)), cuda=True)[1]
+    assert recipe.model.name == str(weights) and recipe.model.lora_r == 0
     assert recipe.setup.env_id == "Conductor-Mix-v0" and recipe.setup.pool == "paper" and recipe.setup.split == "train"
     assert recipe.setup.suite_options == {"recipe": "paper"}
-    assert {name: getattr(recipe, name) for name in PAPER_HYPERPARAMETERS} == PAPER_HYPERPARAMETERS
-    assert recipe.format_warmup_steps == 0 and recipe.heldout_questions == 0 and recipe.use_vllm is False
+    assert hyperparameters(recipe) == PAPER_HYPERPARAMETERS
+    assert recipe.warm_start is None and recipe.heldout is None and recipe.grpo.use_vllm is False
     assert recipe.setup.options.changed() == {}  # the env's defaults are the paper's (reward, access, steps, examples)
-    assert PAPER_RECIPE.settings["model"] == PAPER_MODEL and PAPER_RECIPE.settings["use_vllm"] is True
+    paper = load_recipe("paper")
+    assert paper.settings["model"]["name"] == PAPER_MODEL and paper.settings["grpo"]["use_vllm"] is True and paper.requires == ("cuda",)
     # The recipe's own defaults have the paper's hyperparameters, not its model, env or pool.
     default = GRPORecipe()
-    assert {name: getattr(default, name) for name in PAPER_HYPERPARAMETERS} == PAPER_HYPERPARAMETERS
-    assert default.model == "gemma3-270m" and default.setup.env_id == "Conductor-RG-v0" and default.setup.pool == "simulated"
-
-
-def test_the_paper_recipe_does_not_mix_with_a_profile() -> None:
-    with pytest.raises(UsageError, match="--recipe paper sets every default itself: drop --profile"):
-        recipe_from_args(parse("--recipe", "paper", "--profile", "gpu"), cuda=True)
+    assert hyperparameters(default) == PAPER_HYPERPARAMETERS and default.model.lora_r == 0
+    assert default.model.name == "gemma3-270m" and default.setup.env_id == "Conductor-RG-v0" and default.setup.pool == "simulated"
 
 
 def subcommand_help(*names: str) -> str:
@@ -89,21 +89,19 @@ def subcommand_help(*names: str) -> str:
 
 def test_the_help_says_which_defaults_are_the_papers() -> None:
     text = subcommand_help("train", "grpo")
-    assert "NOT the paper's model, data or workers" in text
-    assert "--recipe paper: Qwen/Qwen2.5-7B-Instruct (the paper's)" in text
-    assert "--recipe paper: Conductor-Mix-v0 (the paper's)" in text
-    assert "default: gpu 200 (the paper's), cpu 24" in text
+    assert "NOT the paper's model, data or workers" in text and "paper is the paper's whole setup" in text
+    assert "optimizer steps (gpu: 200, cpu: 24)" in text
 
 
 def test_templates_reach_the_training_env_and_a_conductor_prefill_is_refused() -> None:
-    recipe = recipe_from_args(parse("--worker-template", "prefill", "--env-option", "max_rounds=1"), cuda=False)
+    recipe = recipe_from_args(parse("--env-option", "worker_template=prefill", "--env-option", "max_rounds=1"), cuda=False)[1]
     assert recipe.setup.options.worker_template == "prefill"
     with pytest.raises(UsageError, match="conductor template 'chat' has a prefill, which GRPO training does not support"):
-        recipe_from_args(parse("--conductor-template", "chat"), cuda=False)
+        recipe_from_args(parse("--env-option", "conductor_template=chat"), cuda=False)
     with pytest.raises(UsageError, match="unknown conductor template 'nope'"):
-        recipe_from_args(parse("--conductor-template", "nope"), cuda=False)
-    with pytest.raises(ValueError, match="has a prefill"):
-        GRPORecipe(setup=EnvSetup.from_id("Conductor-RG-v0", pool="simulated", conductor_template="chat"))
+        recipe_from_args(parse("--env-option", "conductor_template=nope"), cuda=False)
+    with pytest.raises(RecipeError, match="has a prefill"):
+        GRPORecipe(env=EnvSettings(options={"conductor_template": "chat"}))
 
 
 def test_the_unconstrained_pool_differs_from_the_paper_pool_as_the_paper_says() -> None:

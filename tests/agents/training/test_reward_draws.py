@@ -85,6 +85,6 @@ def test_the_recipe_and_the_cli_carry_the_draws():
     from conductor_env.cli.train import recipe_from_args
 
     parser = build_parser()
-    assert GRPORecipe().reward_draws == 1  # the paper's: one episode per completion
-    assert recipe_from_args(parser.parse_args(["train", "grpo", "--reward-draws", "8"]), cuda=True).reward_draws == 8
-    assert recipe_from_args(parser.parse_args(["train", "grpo", "--recipe", "orchestrate"])).reward_draws > 1
+    assert GRPORecipe().grpo.reward_draws == 1  # the paper's: one episode per completion
+    assert recipe_from_args(parser.parse_args(["train", "grpo", "--reward-draws", "8"]), cuda=True)[1].grpo.reward_draws == 8
+    assert recipe_from_args(parser.parse_args(["train", "grpo", "--recipe", "orchestrate"]))[1].grpo.reward_draws > 1

@@ -1,5 +1,6 @@
-"""``conductor-env train grpo`` for a first run: the profile choice, the progress warnings, the
-reward curve, the saved Conductor's config, and bad input failing before any model loads."""
+"""``conductor-env train grpo`` for a first run: the recipe choice and its files, the generated
+flags, the progress warnings, the reward curve, the saved Conductor's config, and bad input
+failing before any model loads."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.agents.prompts import compact_prompt
-from conductor_env.agents.training.recipe import GRPORecipe
+from conductor_env.agents.training.preflight import check_completion_length, check_pool, shortest_workflow_tokens
+from conductor_env.agents.training.recipe import GRPORecipe, GRPOSettings, RecipeError, WarmStartSettings
+from conductor_env.agents.training.recipes import default_recipe_name, load_recipe, recipe_names
 from conductor_env.agents.training.saving import conductor_config
-from conductor_env.agents.training.preflight import RecipeError, check_learnable, check_pool, shortest_workflow_tokens
-from conductor_env.agents.training.profiles import CPU_PROFILE, GPU_PROFILE, choose_profile
 from conductor_env.agents.training.progress import RichProgress, StepStats, StepWatch, plot_reward_curve
 from conductor_env.cli import UsageError, build_parser, main
 from conductor_env.cli.train import eval_command, recipe_from_args
@@ -24,55 +25,111 @@ def parse(*flags: str):
     return build_parser().parse_args(["train", "grpo", *flags])
 
 
-# ------------------------------------------------------------------------------------ profiles
+# ------------------------------------------------------------------------------------ recipes
 
 
-def test_the_profile_follows_the_gpu_and_says_why():
-    profile, line = choose_profile(None, cuda=False)
-    assert profile is CPU_PROFILE and line.startswith("profile cpu (") and "no CUDA GPU" in line and "\n" not in line
-    profile, line = choose_profile(None, cuda=True)
-    assert profile is GPU_PROFILE and "a CUDA GPU is present" in line
-    profile, line = choose_profile("gpu", cuda=False)
-    assert profile is GPU_PROFILE and "--profile" in line
-    with pytest.raises(ValueError, match="unknown profile"):
-        choose_profile("tpu", cuda=False)
+def test_the_recipe_follows_the_gpu_and_says_why():
+    assert default_recipe_name(cuda=False)[0] == "cpu" and "no CUDA GPU" in default_recipe_name(cuda=False)[1]
+    assert default_recipe_name(cuda=True) == ("gpu", "a CUDA GPU is present")
+    assert recipe_from_args(parse(), cuda=False)[0].name == "cpu"
+    assert recipe_from_args(parse("--recipe", "gpu"), cuda=False)[0].name == "gpu"
+    assert set(recipe_names()) == {"cpu", "gpu", "orchestrate", "orchestrate-judge", "paper"}
 
 
-def test_the_gpu_profile_is_the_papers_recipe():
-    assert recipe_from_args(parse(), cuda=True) == GRPORecipe()
-    assert recipe_from_args(parse("--profile", "gpu"), cuda=False) == GRPORecipe()
+def test_the_gpu_recipe_is_the_papers_hyperparameters():
+    assert recipe_from_args(parse(), cuda=True)[1] == GRPORecipe()
+    assert recipe_from_args(parse("--recipe", "gpu"), cuda=False)[1] == GRPORecipe()
 
 
-def test_the_cpu_profile_is_the_recipe_that_learned():
-    recipe = recipe_from_args(parse(), cuda=False)
-    assert (recipe.lora_r, recipe.lora_top_layers, recipe.prompt) == (16, 6, "compact")
-    assert recipe.format_warmup_steps > 0 and recipe.format_warmup_preamble
-    assert (recipe.learning_rate, recipe.lr_scheduler_type, recipe.warmup_ratio) == (2e-4, "constant_with_warmup", 0.2)
-    assert recipe.setup.pool == "experts" and recipe.setup.options.show_names is True and recipe.balance_domains
-    assert recipe.questions_per_step % 3 == 0  # three domains, balanced
-    assert recipe.heldout_questions > 0 and recipe.use_vllm is False
-    assert recipe.max_completion_length >= shortest_workflow_tokens(recipe) and recipe.max_completion_length <= 64
-    assert recipe == recipe_from_args(parse("--profile", "cpu"), cuda=True)
+def test_the_cpu_recipe_is_the_recipe_that_learned():
+    recipe = recipe_from_args(parse(), cuda=False)[1]
+    assert (recipe.model.lora_r, recipe.model.lora_top_layers, recipe.model.prompt) == (16, 6, "compact")
+    assert recipe.warm_start is not None and recipe.warm_start.steps > 0 and recipe.warm_start.preamble
+    grpo = recipe.grpo
+    assert (grpo.learning_rate, grpo.lr_scheduler_type, grpo.warmup_ratio) == (2e-4, "constant_with_warmup", 0.2)
+    assert recipe.setup.pool == "experts" and recipe.setup.options.show_names is True and recipe.env.balance_domains
+    assert grpo.questions_per_step % 3 == 0  # three domains, balanced
+    assert recipe.heldout is not None and recipe.heldout.questions > 0 and grpo.use_vllm is False
+    assert shortest_workflow_tokens(recipe) <= grpo.max_completion_length <= 64
+    assert recipe == recipe_from_args(parse("--recipe", "cpu"), cuda=True)[1]
 
 
-def test_flags_override_the_profile_and_options_merge():
-    recipe = recipe_from_args(parse("--max-steps", "5", "--env-option", "max_rounds=2", "--suite-option", "size=5"), cuda=False)
-    assert recipe.max_steps == 5 and recipe.lora_r == 16
+def test_flags_override_the_recipe_and_options_merge():
+    recipe = recipe_from_args(parse("--max-steps", "5", "--env-option", "max_rounds=2", "--suite-option", "size=5"), cuda=False)[1]
+    assert recipe.grpo.max_steps == 5 and recipe.model.lora_r == 16
     assert recipe.setup.options.changed() == {"examples": "none", "show_names": True, "max_rounds": 2}
     assert recipe.setup.suite_options["size"] == 5 and len(recipe.setup.suite_options["datasets"]) == 6
-    other = recipe_from_args(parse("--env", "Conductor-MATH500-v0"), cuda=False)
-    assert other.setup.env_id == "Conductor-MATH500-v0" and other.setup.suite_options == {}  # the profile's datasets are the RG suite's
-    assert recipe_from_args(parse("--no-balance-domains"), cuda=False).balance_domains is False
-    assert recipe_from_args(parse("--format-warmup-plan-order", "answer-first"), cuda=False).format_warmup_plan_order == "answer-first"
+    other = recipe_from_args(parse("--env", "Conductor-MATH500-v0"), cuda=False)[1]
+    assert other.setup.env_id == "Conductor-MATH500-v0" and other.setup.suite_options == {}  # the recipe's datasets are the RG suite's
+    assert recipe_from_args(parse("--no-balance-domains"), cuda=False)[1].env.balance_domains is False
+    assert recipe_from_args(parse("--format-warmup-plan-order", "answer-first"), cuda=False)[1].warm_start.plan_order == "answer-first"
     with pytest.raises(SystemExit):
         parse("--format-warmup-plan-order", "sideways")  # argparse lists the choices
-    assert recipe_from_args(parse("--recipe", "orchestrate", "--format-warmup-shapes", "orchestrate-cheap-judge"), cuda=False).format_warmup_shapes == "orchestrate-cheap-judge"
+    orchestrate = recipe_from_args(parse("--recipe", "orchestrate", "--format-warmup-shapes", "orchestrate-cheap-judge"), cuda=False)[1]
+    assert orchestrate.warm_start.shapes == "orchestrate-cheap-judge"
     with pytest.raises(SystemExit):
         parse("--format-warmup-shapes", "judges")
-    assert recipe_from_args(parse("--recipe", "orchestrate", "--format-warmup-id-orders", "3"), cuda=False).format_warmup_id_orders == 3
-    assert recipe_from_args(parse("--recipe", "orchestrate"), cuda=False).format_warmup_all_layers is False
-    all_layers = recipe_from_args(parse("--recipe", "orchestrate", "--format-warmup-all-layers"), cuda=False)
-    assert (all_layers.format_warmup_all_layers, all_layers.lora_top_layers) == (True, 6)  # GRPO keeps its own layers
+    assert recipe_from_args(parse("--recipe", "orchestrate", "--format-warmup-id-orders", "3"), cuda=False)[1].warm_start.id_orders == 3
+    all_layers = recipe_from_args(parse("--recipe", "orchestrate", "--format-warmup-all-layers"), cuda=False)[1]
+    assert (all_layers.warm_start.all_layers, all_layers.model.lora_top_layers) == (True, 6)  # GRPO keeps its own layers
+    assert recipe_from_args(parse("--lora-top-layers", "none"), cuda=False)[1].model.lora_top_layers is None
+
+
+def test_zero_drops_an_optional_section_and_a_setting_of_a_missing_one_asks_for_it():
+    assert recipe_from_args(parse("--format-warmup-steps", "0", "--heldout-questions", "0"), cuda=False)[1].warm_start is None
+    added = recipe_from_args(parse("--recipe", "gpu", "--format-warmup-steps", "4", "--format-warmup-lr", "0.01"), cuda=False)[1]
+    assert added.warm_start == WarmStartSettings(steps=4, lr=0.01)
+    with pytest.raises(UsageError, match="--format-warmup-lr: this recipe has no warm start; add one with --format-warmup-steps N"):
+        recipe_from_args(parse("--recipe", "gpu", "--format-warmup-lr", "0.01"), cuda=False)
+    with pytest.raises(UsageError, match="--heldout-samples: this recipe has no heldout; add one with --heldout-questions N"):
+        recipe_from_args(parse("--recipe", "gpu", "--heldout-samples", "3"), cuda=False)
+
+
+def test_every_recipe_field_has_a_generated_flag_and_none_is_hand_written():
+    import dataclasses
+
+    from conductor_env.agents.training.flags import recipe_flags
+    from conductor_env.agents.training.recipe import SECTIONS
+
+    fields = {(section, f.name) for section, cls in SECTIONS.items() for f in dataclasses.fields(cls)}
+    fields |= {("", f.name) for f in dataclasses.fields(GRPORecipe) if f.name not in SECTIONS}
+    flags = recipe_flags()
+    assert {(flag.section, flag.name) for flag in flags} == fields
+    assert len({flag.option for flag in flags}) == len(flags)  # no two fields share a flag
+    assert all(flag.field.metadata.get("help") for flag in flags)  # the help comes from the field
+    text = build_parser()._subparsers._group_actions[0].choices["train"]._subparsers._group_actions[0].choices["grpo"].format_help()
+    assert all(flag.option in text for flag in flags)
+
+
+def test_recipe_files_refuse_unknown_settings_with_the_closest_name(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('extends = "cpu"\n[grpo]\nlerning_rate = 1e-3\n', encoding="utf-8")
+    with pytest.raises(RecipeError, match=r"\[grpo\]: unknown setting 'lerning_rate'; did you mean 'learning_rate'\?"):
+        load_recipe(str(bad)).build()
+    bad.write_text('[modle]\nname = "x"\n', encoding="utf-8")
+    with pytest.raises(RecipeError, match="unknown setting 'modle'; did you mean 'model'"):
+        load_recipe(str(bad)).build()
+    bad.write_text('[grpo\n', encoding="utf-8")
+    with pytest.raises(RecipeError, match="bad TOML"):
+        load_recipe(str(bad))
+    loop = tmp_path / "loop.toml"
+    loop.write_text(f'extends = "{loop}"\n', encoding="utf-8")
+    with pytest.raises(RecipeError, match="extends loops"):
+        load_recipe(str(loop))
+    with pytest.raises(RecipeError, match="unknown recipe 'tpu'"):
+        load_recipe("tpu")
+
+
+def test_a_user_recipe_extends_a_shipped_one_and_can_drop_its_sections(tmp_path):
+    mine = tmp_path / "mine.toml"
+    mine.write_text('summary = "mine"\nextends = "orchestrate-judge"\nheldout = false\n[grpo]\nmax_steps = 3\n[env.options]\nprice_weight = 0.5\n', encoding="utf-8")
+    recipe_file = load_recipe(str(mine))
+    recipe = recipe_file.build()
+    judge = load_recipe("orchestrate-judge").build()
+    assert recipe_file.summary == "mine" and recipe.heldout is None and recipe.grpo.max_steps == 3
+    assert recipe.grpo.scale_rewards == "batch" and recipe.warm_start == judge.warm_start  # inherited through two files
+    assert recipe.setup.options.price_weight == 0.5 and recipe.setup.options.subpool_size == judge.setup.options.subpool_size
+    assert GRPORecipe.from_mapping(recipe.to_mapping()) == recipe  # a recipe round-trips through plain values
 
 
 # ------------------------------------------------------------------------------------ warnings
@@ -135,10 +192,10 @@ def test_reward_curve_png(tmp_path):
 def test_a_saved_conductor_is_prompted_as_trained(tmp_path):
     from conductor_env.agents.llm import LLMConductor
 
-    recipe = recipe_from_args(parse(), cuda=False)
+    recipe = recipe_from_args(parse(), cuda=False)[1]
     (tmp_path / "conductor.json").write_text(json.dumps(conductor_config(recipe)), encoding="utf-8")
     policy = LLMConductor(str(tmp_path))  # builds the policy; the weights load on the first call
-    assert policy.prompt_builder is compact_prompt and policy.max_tokens == recipe.max_completion_length
+    assert policy.prompt_builder is compact_prompt and policy.max_tokens == recipe.grpo.max_completion_length
     line = eval_command(recipe, str(tmp_path))
     assert f"--policy llm:{tmp_path}" in line and "--pool experts" in line and "show_names=true" in line
     assert "--split validation" in line
@@ -152,12 +209,15 @@ def test_a_saved_conductor_is_prompted_as_trained(tmp_path):
     [
         (["--model", "gemma3-27m"], "model 'gemma3-27m' not found: pass a local model name"),
         (["--model", "./no/such/folder"], "not found"),
-        (["--env", "Conductor-Nope-v0"], "env 'Conductor-Nope-v0' does not exist: pass --env one of"),
+        (["--env", "Conductor-Nope-v0"], "unknown env id 'Conductor-Nope-v0'; known ids:"),
         (["--env", "CartPole-v1"], "is not a Conductor env"),
         (["--pool", "no-such-pool"], "pool 'no-such-pool'"),
         (["--max-completion-length", "8"], "shorter than any workflow"),
         (["--num-generations", "1"], "--num-generations 2 or more"),
         (["--per-device-batch-size", "5"], "must divide"),
+        (["--recipe", "tpu"], "unknown recipe 'tpu'"),
+        (["--env-option", "max_rund=2"], "did you mean 'max_rounds'"),
+        (["--vllm"], "--vllm needs a CUDA GPU"),
     ],
 )
 def test_bad_input_fails_in_one_line_before_the_model_loads(tmp_path, capsys, flags, message):
@@ -166,7 +226,7 @@ def test_bad_input_fails_in_one_line_before_the_model_loads(tmp_path, capsys, fl
     captured = capsys.readouterr()
     error = captured.err.strip()
     assert message in error and error.startswith("conductor-env train: error:") and "\n" not in error
-    assert captured.out.startswith("profile cpu (")  # the profile line comes first
+    assert captured.out.startswith("recipe cpu (") or "--recipe" in flags  # the recipe line comes first
     assert not out.exists()  # nothing trained, nothing saved
 
 
@@ -186,32 +246,29 @@ def test_a_pool_without_its_keys_names_the_variable(tmp_path, monkeypatch, capsy
 
 
 def test_completion_limits_are_measured_against_the_warm_start_target():
-    recipe = recipe_from_args(parse(), cuda=False)
+    recipe = recipe_from_args(parse(), cuda=False)[1]
     with_preamble = shortest_workflow_tokens(recipe)
     assert with_preamble > shortest_workflow_tokens(GRPORecipe())
-    check_learnable(recipe)
+    check_completion_length(recipe)
     with pytest.raises(RecipeError, match="pass --max-completion-length"):
-        check_learnable(GRPORecipe(max_completion_length=4))
-    with pytest.raises(UsageError, match="unknown profile"):
-        recipe_from_args(SimpleNamespace(**{**vars(parse()), "profile": "tpu"}), cuda=False)
+        check_completion_length(GRPORecipe(grpo=GRPOSettings(max_completion_length=4)))
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1500)  # a hang guard: 84 s on an idle 2-core machine, past 600 s beside three GRPO runs
 def test_a_short_cpu_profile_run_saves_a_conductor_that_plugs_back_in(tmp_path):
-    from conductor_env.agents.training.trainer import train_grpo
     from conductor_env.agents.llm import LLMConductor
-    from conductor_env.agents.training.recipe import recipe_from_settings
-    from conductor_env.agents.training.profiles import recipe_settings
+    from conductor_env.agents.training.trainer import train_grpo
 
-    overrides = {
-        "output_dir": str(tmp_path), "max_steps": 1, "num_generations": 2, "format_warmup_steps": 2,
-        "heldout_questions": 3, "heldout_samples": 1, "suite_options": {"size": 2},
+    changes = {
+        "output_dir": str(tmp_path), "grpo": {"max_steps": 1, "num_generations": 2}, "warm_start": {"steps": 2},
+        "heldout": {"questions": 3, "samples": 1}, "env": {"suite_options": {"size": 2}},
     }  # fmt: skip
-    run = train_grpo(recipe_from_settings(recipe_settings(CPU_PROFILE, overrides)), progress=True)
+    recipe = load_recipe("cpu").build(changes)
+    run = train_grpo(recipe, progress=True)
     assert len(run.rewards) == 1 and run.heldout_before is not None and run.heldout_after is not None
     assert (tmp_path / "reward_curve.png").is_file() and (tmp_path / "rewards.json").is_file()
     final = tmp_path / "final"
     assert (final / "config.json").is_file() and not (final / "adapter_config.json").exists()  # LoRA merged in
     policy = LLMConductor(str(final))
-    assert policy.prompt_builder is compact_prompt and policy.max_tokens == CPU_PROFILE.settings["max_completion_length"]
+    assert policy.prompt_builder is compact_prompt and policy.max_tokens == recipe.grpo.max_completion_length

@@ -7,22 +7,21 @@ import json
 from pathlib import Path
 
 import pytest
-from conductor_env.agents.training.recipe import GRPORecipe
+from conductor_env.agents.training.recipe import EnvSettings, GRPORecipe, GRPOSettings, ModelSettings, WarmStartSettings
 from conductor_env.agents.shipped import CONDUCTOR_CONFIG
 from conductor_env.agents.training.trainer import save_warm_start
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.cli import main
-from conductor_env.envs import EnvSetup
 from conductor_env.event_loop import run_sync
 
 SMALL_RG = {"datasets": ["basic_arithmetic", "spell_backward"], "size": 3}
 
 
 def test_a_recipe_without_a_warm_start_is_refused_before_any_model_loads(tmp_path, capsys):
-    with pytest.raises(ValueError, match="format_warmup_steps"):
-        save_warm_start(GRPORecipe(output_dir=str(tmp_path), format_warmup_steps=0))
-    assert main(["train", "grpo", "--profile", "cpu", "--format-warmup-steps", "0", "--warm-start-only", "--output-dir", str(tmp_path)]) == 2
+    with pytest.raises(ValueError, match="--format-warmup-steps N"):
+        save_warm_start(GRPORecipe(output_dir=str(tmp_path)))
+    assert main(["train", "grpo", "--recipe", "cpu", "--format-warmup-steps", "0", "--warm-start-only", "--output-dir", str(tmp_path)]) == 2
     assert "no format warm start to save" in capsys.readouterr().err
     assert not (tmp_path / "warm_start").exists()
 
@@ -35,15 +34,16 @@ def test_the_saved_warm_start_is_a_conductor_that_plays_and_trains(tmp_path):
     from conductor_env.agents.training.trainer import build_trainer
     from safetensors.torch import load_file
 
-    setup = EnvSetup.from_id("Conductor-RG-v0", pool="orchestra", split="train", suite_options=SMALL_RG, examples="none", show_names=True)
+    env = EnvSettings(pool="orchestra", suite_options=SMALL_RG, options={"examples": "none", "show_names": True}, problems=4)
+    setup = env.setup()
     recipe = GRPORecipe(
-        model="gemma3-270m", setup=setup, problems=4, output_dir=str(tmp_path), prompt="roster", lora_r=8, lora_top_layers=2,
-        format_warmup_steps=2, format_warmup_shapes="orchestrate", format_warmup_plan=True, format_warmup_preamble=True,
-        format_warmup_all_layers=True, max_completion_length=24,
+        model=ModelSettings(prompt="roster", lora_r=8, lora_top_layers=2), env=env, output_dir=str(tmp_path),
+        grpo=GRPOSettings(max_completion_length=24),
+        warm_start=WarmStartSettings(steps=2, shapes="orchestrate", plan=True, preamble=True, all_layers=True),
     )
     out = save_warm_start(recipe)
     assert out == tmp_path / "warm_start"
-    # format_warmup_all_layers: the warm start changed the bottom layer too, not only the top 2 GRPO adapts.
+    # warm_start.all_layers: the warm start changed the bottom layer too, not only the top 2 GRPO adapts.
     base, warm = (load_file(str(folder / "model.safetensors")) for folder in (Path(resolve_model_path("gemma3-270m")), out))
     for layer in (0, 17):
         name = f"model.layers.{layer}.self_attn.q_proj.weight"
@@ -62,8 +62,10 @@ def test_the_saved_warm_start_is_a_conductor_that_plays_and_trains(tmp_path):
         env.close()
         run_sync(policy.aclose())
     # ... and the model a GRPO run starts from (no second warm start).
-    grpo = GRPORecipe(model=str(out), setup=setup, problems=2, output_dir=str(tmp_path / "grpo"), max_steps=1, questions_per_step=1,
-                      num_generations=2, max_completion_length=16, lora_r=8, lora_top_layers=2)
+    grpo = GRPORecipe(
+        model=ModelSettings(name=str(out), lora_r=8, lora_top_layers=2), env=EnvSettings(pool="orchestra", suite_options=SMALL_RG, options={"examples": "none", "show_names": True}, problems=2),
+        grpo=GRPOSettings(max_steps=1, questions_per_step=1, num_generations=2, max_completion_length=16), output_dir=str(tmp_path / "grpo"),
+    )
     trainer, reward = build_trainer(grpo)
     try:
         trainer.train()
