@@ -178,6 +178,11 @@ def _check_folders(model_dir: Path, out_dir: Path, max_rank: int, dtype: str) ->
         raise FileNotFoundError(f"model folder {model_dir} does not exist")
     if out_dir.resolve() == model_dir.resolve():
         raise ValueError("the adapter folder must not be the model folder")
+    if is_adapter_folder(model_dir):
+        raise ValueError(
+            f"{model_dir} is already a LoRA adapter (a LoRA run saves PEFT's adapter itself): use it as it is (--policy llm:{model_dir}); "
+            "export-adapter recovers an adapter from a fully fine-tuned model"
+        )
     if out_dir.exists() and any(out_dir.iterdir()) and not is_adapter_folder(out_dir):
         raise ValueError(f"{out_dir} exists, is not empty and is not an adapter folder; choose a new folder")
     if max_rank < 1:
@@ -212,7 +217,7 @@ def export_adapter(
 
     Raises:
         FileNotFoundError: When ``model_dir`` does not exist.
-        ValueError: When it is not a model folder, does not fine-tune ``base``, or holds a
+        ValueError: When it is not a model folder (or already an adapter), does not fine-tune ``base``, or holds a
             difference a LoRA adapter of rank ``max_rank`` cannot represent (the message names it)
             and ``truncate`` is off.
         ModelExportError: When ``base`` is neither a known local model nor a folder.

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -207,7 +208,7 @@ class GRPORecipe:
             RecipeError: For an unknown section or field (naming the closest known name), or a
                 recipe :meth:`validate` refuses.
         """
-        _check_keys(data, [*SECTIONS, "output_dir", "seed", "summary", "extends"], where)
+        _check_keys(data, [*SECTIONS, "output_dir", "seed"], where)
         sections: dict[str, Any] = {}
         for name, settings in SECTIONS.items():
             value = data.get(name)
@@ -261,6 +262,11 @@ def _validate(recipe: GRPORecipe) -> None:
         RecipeError: Naming the setting and the fix.
         EnvOptionError, SetupError: For an env option or id the env refuses.
     """
+    for name in SECTIONS:
+        section = getattr(recipe, name)
+        if section is not None:
+            _check_types(section, name)
+    _check_types(recipe, "")
     if recipe.model.prompt not in PROMPTS:
         raise RecipeError(f"unknown prompt {recipe.model.prompt!r}: use one of {', '.join(sorted(PROMPTS))}")
     if recipe.model.lora_r < 0 or (recipe.model.lora_top_layers is not None and recipe.model.lora_top_layers < 1):
@@ -272,6 +278,37 @@ def _validate(recipe: GRPORecipe) -> None:
     if recipe.heldout is not None and (recipe.heldout.questions < 1 or recipe.heldout.samples < 1):
         raise RecipeError("heldout questions and samples must be at least 1 (leave the heldout section out for none)")
     check_template(recipe.env.setup())
+
+
+#: What a value of each field type may be (a float field takes an int too; no field takes a bool for a number).
+_KINDS: dict[Any, tuple[type, ...]] = {int: (int,), float: (int, float), str: (str,), bool: (bool,)}
+
+
+def _check_types(settings: Any, section: str) -> None:
+    """Refuses a value of the wrong type (``max_steps = "ten"`` in a recipe file) with the setting's name.
+
+    Raises:
+        RecipeError: Naming the setting, the expected type and the value.
+    """
+    hints = typing.get_type_hints(type(settings))
+    for item in dataclasses.fields(settings):
+        if section == "" and item.name in SECTIONS:
+            continue
+        value, kind = getattr(settings, item.name), hints[item.name]
+        args = typing.get_args(kind)
+        optional = type(None) in args
+        base = next((a for a in args if a is not type(None)), kind) if optional else kind
+        if value is None and optional:
+            continue
+        if typing.get_origin(base) is dict or base is dict:
+            ok = isinstance(value, Mapping)
+        else:
+            allowed = _KINDS.get(base, (object,))
+            ok = isinstance(value, allowed) and (base is bool or not isinstance(value, bool))
+        if not ok:
+            where = f"[{section}] " if section else ""
+            expected = getattr(base, "__name__", str(base)) + (" or none" if optional else "")
+            raise RecipeError(f"{where}{item.name} must be {expected}, got {value!r}")
 
 
 def _check_env(env: EnvSettings) -> None:

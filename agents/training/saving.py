@@ -25,8 +25,8 @@ class GRPORun:
     Attributes:
         rewards: Mean env reward of each optimizer step (TRL's logged ``reward``).
         log_history: TRL's full log.
-        final_dir: Where the final model and tokenizer were saved (with LoRA, the adapter is
-            merged in, so the folder loads on its own: ``--policy llm:<final_dir>``).
+        final_dir: Where the final Conductor was saved (with LoRA, PEFT's adapter over the model it
+            was trained on; either way it loads as ``--policy llm:<final_dir>``).
         records: Every rewarded episode.
         heldout_before: Held-out mean reward before GRPO (after any warm start), when measured.
         heldout_after: Held-out mean reward after GRPO, when measured.
@@ -76,14 +76,22 @@ def conductor_config(recipe: GRPORecipe) -> dict[str, Any]:
     }
 
 
-def save_conductor(trainer: Any, recipe: GRPORecipe, final_dir: Path) -> None:
-    """Saves the trained Conductor as a standalone model folder with its :data:`CONDUCTOR_CONFIG`.
+def save_conductor(trainer: Any, recipe: GRPORecipe, final_dir: Path, *, adapter_base: str | None = None) -> None:
+    """Saves the trained Conductor with its :data:`CONDUCTOR_CONFIG` and tokenizer.
 
-    A LoRA run's adapter is merged into its base (which may be a warm-started model that exists
-    only in memory), so the folder is a plain ``transformers`` model the ``local`` backend loads.
+    A LoRA run is saved with PEFT's own adapter saving, before any merge: the exact adapter
+    (a few MB), whose ``base_model_name_or_path`` is ``adapter_base`` (the model the adapter was
+    trained on: the recipe's model, or the warm-started model the run saved). ``llm:<folder>``
+    and ``--model <folder>`` load it merged into that base. A full fine-tune (or a LoRA model
+    without a base to name) is saved as a plain ``transformers`` model folder.
     """
     model = trainer.accelerator.unwrap_model(trainer.model)
-    if hasattr(model, "merge_and_unload"):
+    peft_config = getattr(model, "peft_config", None)
+    if adapter_base is not None and isinstance(peft_config, dict) and peft_config:
+        for config in peft_config.values():
+            config.base_model_name_or_path = adapter_base
+        model.save_pretrained(str(final_dir))
+    elif hasattr(model, "merge_and_unload"):
         model.merge_and_unload().save_pretrained(str(final_dir))
     else:
         trainer.save_model(str(final_dir))

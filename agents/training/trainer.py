@@ -139,6 +139,7 @@ def train_grpo(
     heldout_factory = None
     try:
         model = _format_warm_start(recipe, factory, progress=progress, tell=tell) if recipe.warm_start is not None else None
+        adapter_base = _adapter_base(recipe, model)
         trainer, reward = build_trainer(recipe, factory=factory, followup=followup, callbacks=callbacks, model=model)
         model = None  # the trainer holds it now
         bar = _use_rich_progress(trainer, recipe.grpo.max_steps) if progress else None
@@ -163,7 +164,7 @@ def train_grpo(
         if heldout_factory is not None and interrupted is None:
             after = _evaluate_heldout(trainer, recipe, heldout_factory, rows)
             tell(f"held-out after GRPO: mean reward {after.mean_reward:.3f}, parse rate {after.parse_rate:.0%}")
-        return _save_run(trainer, reward, recipe, before=before, after=after, bar=bar, interrupted=interrupted)
+        return _save_run(trainer, reward, recipe, before=before, after=after, bar=bar, interrupted=interrupted, adapter_base=adapter_base)
     finally:
         factory.close()
         if heldout_factory is not None:
@@ -211,12 +212,35 @@ def save_warm_start(recipe: GRPORecipe, *, progress: bool = False, say: Callable
         model = _format_warm_start(recipe, factory, progress=progress, tell=tell)
     finally:
         factory.close()
+    out = _write_warm_start(recipe, model)
+    tell(f"warm-started model: {out} (final loss {model.warm_start_losses[-1]:.3f})")
+    return out
+
+
+def _write_warm_start(recipe: GRPORecipe, model: Any) -> Path:
+    """Saves a warm-started model as a Conductor folder, ``<output_dir>/warm_start``."""
     out = Path(recipe.output_dir) / "warm_start"
     model.save_pretrained(str(out))
     load_tokenizer(resolve_model_path(recipe.model.name)).save_pretrained(str(out))
     write_conductor_config(recipe, out)
-    tell(f"warm-started model: {out} (final loss {model.warm_start_losses[-1]:.3f})")
     return out
+
+
+def _adapter_base(recipe: GRPORecipe, warm_started: Any) -> str | None:
+    """The model a LoRA run's adapter applies to, as its saved ``base_model_name_or_path``
+    (``None`` for a full fine-tune). After a warm start that is the warm-started model, saved
+    now to ``<output_dir>/warm_start``; otherwise the recipe's model (a local name stays a name)."""
+    from conductor_env.workers.local_models import MODELS
+
+    if recipe.model.lora_r <= 0:
+        return None
+    if warm_started is not None:
+        return str(_write_warm_start(recipe, warm_started).resolve())
+    name = recipe.model.name
+    if name in MODELS:
+        return name
+    resolved = Path(resolve_model_path(name))  # an adapter folder trains on from its merged model
+    return str(resolved.resolve()) if resolved.exists() else name  # a hub id stays a hub id
 
 
 def _format_warm_start(recipe: GRPORecipe, factory: EnvFactory, *, progress: bool, tell: Callable[[str], None]) -> Any:
@@ -279,11 +303,13 @@ def _evaluate_heldout(trainer: Any, recipe: GRPORecipe, heldout_factory: EnvFact
     return evaluate_heldout(policy, heldout_factory, rows, samples=recipe.heldout.samples)
 
 
-def _save_run(trainer: Any, reward: ConductorReward, recipe: GRPORecipe, *, before: Any, after: Any, bar: Any, interrupted: int | None = None) -> GRPORun:
+def _save_run(
+    trainer: Any, reward: ConductorReward, recipe: GRPORecipe, *, before: Any, after: Any, bar: Any, interrupted: int | None = None, adapter_base: str | None = None
+) -> GRPORun:
     """Saves the trained Conductor, draws the reward curve and writes ``rewards.json``."""
     output = Path(recipe.output_dir)
     final_dir = output / "final"
-    save_conductor(trainer, recipe, final_dir)
+    save_conductor(trainer, recipe, final_dir, adapter_base=adapter_base)
     rewards = logged_rewards(trainer.state.log_history)
     curve_path = None
     if rewards:

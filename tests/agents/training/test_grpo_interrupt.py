@@ -53,5 +53,6 @@ def test_an_interrupted_run_saves_its_model_and_episodes(tmp_path, signum, termi
     assert len(run.records) == 2 and {r.step for r in run.records} == {0}  # one step of 1 question x 2 samples
     saved = json.loads((tmp_path / "rewards.json").read_text())
     assert saved["interrupted_at_step"] == 1 and len(saved["episodes"]) == 2 and len(saved["rewards"]) == 1
-    assert (tmp_path / "final" / "config.json").is_file()  # the model so far loads as a Conductor folder
+    adapter = json.loads((tmp_path / "final" / "adapter_config.json").read_text())  # the LoRA so far, as PEFT saves it
+    assert adapter["base_model_name_or_path"] == "gemma3-270m" and (tmp_path / "final" / "conductor.json").is_file()
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler was only for training

@@ -13,7 +13,7 @@ import pytest
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.agents.prompts import compact_prompt
 from conductor_env.agents.training.preflight import check_completion_length, check_pool, shortest_workflow_tokens
-from conductor_env.agents.training.recipe import GRPORecipe, GRPOSettings, RecipeError, WarmStartSettings
+from conductor_env.agents.training.recipe import EnvSettings, GRPORecipe, GRPOSettings, RecipeError, WarmStartSettings
 from conductor_env.agents.training.recipes import default_recipe_name, load_recipe, recipe_names
 from conductor_env.agents.training.saving import conductor_config
 from conductor_env.agents.training.progress import RichProgress, StepStats, StepWatch, plot_reward_curve
@@ -109,6 +109,11 @@ def test_recipe_files_refuse_unknown_settings_with_the_closest_name(tmp_path):
     bad.write_text('[modle]\nname = "x"\n', encoding="utf-8")
     with pytest.raises(RecipeError, match="unknown setting 'modle'; did you mean 'model'"):
         load_recipe(str(bad)).build()
+    bad.write_text('[grpo]\nmax_steps = "ten"\n', encoding="utf-8")
+    with pytest.raises(RecipeError, match=r"\[grpo\] max_steps must be int, got 'ten'"):
+        load_recipe(str(bad)).build()
+    with pytest.raises(RecipeError, match=r"\[env\] problems must be int or none, got True"):
+        GRPORecipe(env=EnvSettings(problems=True))
     bad.write_text('[grpo\n', encoding="utf-8")
     with pytest.raises(RecipeError, match="bad TOML"):
         load_recipe(str(bad))
@@ -258,6 +263,7 @@ def test_completion_limits_are_measured_against_the_warm_start_target():
 @pytest.mark.timeout(1500)  # a hang guard: 84 s on an idle 2-core machine, past 600 s beside three GRPO runs
 def test_a_short_cpu_profile_run_saves_a_conductor_that_plugs_back_in(tmp_path):
     from conductor_env.agents.llm import LLMConductor
+    from conductor_env.agents.training.adapter import export_adapter
     from conductor_env.agents.training.trainer import train_grpo
 
     changes = {
@@ -269,6 +275,11 @@ def test_a_short_cpu_profile_run_saves_a_conductor_that_plugs_back_in(tmp_path):
     assert len(run.rewards) == 1 and run.heldout_before is not None and run.heldout_after is not None
     assert (tmp_path / "reward_curve.png").is_file() and (tmp_path / "rewards.json").is_file()
     final = tmp_path / "final"
-    assert (final / "config.json").is_file() and not (final / "adapter_config.json").exists()  # LoRA merged in
+    # PEFT's own adapter (no merge, no SVD), over the warm-started model the run saved beside it.
+    adapter = json.loads((final / "adapter_config.json").read_text())
+    assert adapter["base_model_name_or_path"] == str((tmp_path / "warm_start").resolve())
+    assert (tmp_path / "warm_start" / "config.json").is_file() and (final / "adapter_model.safetensors").stat().st_size < 20e6
+    with pytest.raises(ValueError, match="already a LoRA adapter"):
+        export_adapter(final, tmp_path / "exported")
     policy = LLMConductor(str(final))
     assert policy.prompt_builder is compact_prompt and policy.max_tokens == recipe.grpo.max_completion_length
