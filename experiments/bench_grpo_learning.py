@@ -102,11 +102,28 @@ def evaluate_model(model, tokenizer, made: EnvFactory, rows, samples: int, max_n
     policy = ModelPolicy(model, tokenizer, max_new_tokens=max_new_tokens, temperature=temperature)
     batch = [row for row in rows for _ in range(samples)]
     started = time.perf_counter()
-    actions = policy.generate([{"prompt": row["prompt"][0]["content"]} for row in batch])
+    actions = policy.generate([{"prompt": next(m["content"] for m in row["prompt"] if m["role"] == "user")} for row in batch])
     summary = summarise(play(made, batch, actions))
     summary["generate_s"] = round(time.perf_counter() - started, 1)
     summary["example"] = actions[0][:300]
     return summary
+
+
+def grpo_recipe(args: argparse.Namespace, model_path: str) -> GRPORecipe:
+    """The GRPO part of this run as a recipe (the warm start and held-out scoring are done here)."""
+    return GRPORecipe.from_mapping({
+        "model": {"name": model_path, "prompt": args.prompt, "lora_r": args.lora_r, "lora_alpha": 2 * args.lora_r, "lora_top_layers": args.lora_top_layers},
+        "env": {
+            "id": "Conductor-RG-v0", "pool": str(POOL), "split": "train", "options": {"examples": "none", "show_names": args.show_names},
+            "suite_options": {"datasets": list(DATASETS), "size": 20, "allow_gameable": True}, "balance_domains": args.balance_domains,
+        },
+        "grpo": {
+            "max_steps": args.steps, "questions_per_step": args.questions_per_step, "num_generations": args.num_generations,
+            "learning_rate": args.learning_rate, "lr_scheduler_type": "constant_with_warmup", "warmup_ratio": args.lr_warmup_ratio,
+            "max_completion_length": args.max_completion_length, "temperature": args.temperature, "use_vllm": False,
+        },
+        "output_dir": args.out + "_run", "seed": args.seed,
+    }, where="bench_grpo_learning")
 
 
 def main() -> None:
@@ -186,25 +203,7 @@ def main() -> None:
         flush=True,
     )
 
-    recipe = GRPORecipe(
-        model=model_path,
-        setup=train.setup,
-        output_dir=args.out + "_run",
-        max_steps=args.steps,
-        questions_per_step=args.questions_per_step,
-        num_generations=args.num_generations,
-        learning_rate=args.learning_rate,
-        lr_scheduler_type="constant_with_warmup",
-        warmup_ratio=args.lr_warmup_ratio,
-        max_completion_length=args.max_completion_length,
-        temperature=args.temperature,
-        prompt=args.prompt,
-        lora_r=args.lora_r,
-        lora_alpha=2 * args.lora_r,
-        lora_top_layers=args.lora_top_layers,
-        seed=args.seed,
-        balance_domains=args.balance_domains,
-    )
+    recipe = grpo_recipe(args, model_path)
     clock = time.perf_counter()
     trainer, reward = build_trainer(recipe, factory=train, model=warmed)  # its dataset: the recipe's seed, prompt and balance
     trainer.train()

@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from conductor_env.agents.training.profiles import CPU_DATASETS
+from conductor_env.agents.training.recipes import load_recipe
 from conductor_env.cli.demo import ORCHESTRA_BASELINES
 from conductor_env.evaluation.expected import UnexplainedEpisode, read_rows
 from conductor_env.evaluation.expected import paired_gaps as gaps_in_expectation
@@ -51,8 +51,8 @@ def eval_command(
     command = [
         str(Path(sys.executable).with_name("conductor-env")), "eval", "--env", "Conductor-RG-v0", "--pool", pool,
         "--split", "validation", "--n", str(n), "--samples", str(samples), "--concurrency", "64", "--seed", str(seed), "--out", out,
-        "--suite-option", f"datasets={json.dumps(list(CPU_DATASETS))}", "--suite-option", "size=20",
-        "--suite-option", "allow_gameable=true",  # simulated workers: see CPU_SUITE_OPTIONS
+        "--suite-option", f"datasets={json.dumps(list(load_recipe('cpu').settings['env']['suite_options']['datasets']))}", "--suite-option", "size=20",
+        "--suite-option", "allow_gameable=true",  # simulated workers, as the cpu recipe allows them
     ]
     options = dict(ENV_OPTIONS)
     if subpool_size is not None:
@@ -87,16 +87,14 @@ def recorded_worker_maps(seed: int) -> dict[str, dict[int, str]]:
     ``seed`` (for ``rewards.json`` files written before records kept their ``worker_map``): pass it as
     ``worker_maps`` to :func:`conductor_env.evaluation.training_samples.training_strategy`."""
     from conductor_env.agents.training.data import build_dataset
-    from conductor_env.agents.training.recipe import recipe_from_settings
     from conductor_env.agents.training.reward import EnvFactory
-    from conductor_env.agents.training.profiles import RECIPES, recipe_settings
 
-    recipe = recipe_from_settings(recipe_settings(RECIPES["orchestrate"], {"seed": seed}))
+    recipe = load_recipe("orchestrate").build({"seed": seed})
     factory = EnvFactory(recipe.setup)
     try:
         env = factory.local()
         maps = {}
-        for row in build_dataset(factory, seed=seed, balance_domains=recipe.balance_domains):
+        for row in build_dataset(factory, seed=seed, balance_domains=recipe.env.balance_domains):
             _, info = env.reset(seed=row["episode_seed"], options={"problem_id": row["problem_id"]})
             maps[row["problem_id"]] = dict(info["worker_map"])
         return maps

@@ -93,23 +93,22 @@ def probe(model_path: str, recipe_name: str = "orchestrate-judge", n: int = 60) 
     from transformers import AutoModelForCausalLM
 
     from conductor_env.agents.training.model import load_tokenizer
-    from conductor_env.agents.prompts import prompt_builder_of
-    from conductor_env.agents.training.recipe import recipe_from_settings
+    from conductor_env.agents.prompts import chat_messages, prompt_builder_of
+    from conductor_env.agents.training.recipes import load_recipe
     from conductor_env.agents.training.reward import EnvFactory
-    from conductor_env.agents.training.profiles import RECIPES
     from conductor_env.agents.training.warmstart import domain_preamble
 
     tokenizer = load_tokenizer(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).eval()
-    recipe = recipe_from_settings(dict(RECIPES[recipe_name].settings))
+    recipe = load_recipe(recipe_name).build()
     factory = EnvFactory(recipe.setup)
-    env, build = factory.local(), prompt_builder_of(recipe.prompt)
+    env, build = factory.local(), prompt_builder_of(recipe.model.prompt)
     sums: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     try:
         for i, problem in enumerate(spread_over_domains(env.problems, n)):
             observation, info = env.reset(seed=i, options={"problem_id": problem.id})
             shown = {name: worker_id for worker_id, name in info["worker_map"].items() if name != "conductor"}
-            prompt = tokenizer.apply_chat_template([{"role": "user", "content": build(observation)}], tokenize=False, add_generation_prompt=True)
+            prompt = tokenizer.apply_chat_template(chat_messages(observation, build), tokenize=False, add_generation_prompt=True)
             lead = f"{domain_preamble(info)} Plan:"
             branches: dict[str, Sequence[str]] = {lead: [" flash", " solver", " checker"]}
             if "checker" in shown:
@@ -173,30 +172,29 @@ def id_copy(
     from transformers import AutoModelForCausalLM
 
     from conductor_env.agents.training.model import load_tokenizer
-    from conductor_env.agents.prompts import prompt_builder_of
-    from conductor_env.agents.training.recipe import recipe_from_settings
+    from conductor_env.agents.prompts import chat_messages, prompt_builder_of
+    from conductor_env.agents.training.recipes import load_recipe
     from conductor_env.agents.training.reward import EnvFactory
-    from conductor_env.agents.training.profiles import RECIPES, recipe_settings
     from conductor_env.agents.training.warmstart import WARM_START_SUBTASK, domain_preamble, warm_start_rows
 
     tokenizer = load_tokenizer(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).eval()
-    settings = recipe_settings(RECIPES[recipe_name], {"split": "validation"})
-    settings["env_options"] = {**settings.get("env_options", {}), "subpool_size": subpool_size, "exclude_subpools": []}
-    recipe = recipe_from_settings(settings)
+    recipe = load_recipe(recipe_name).build({"env": {"split": "validation", "options": {"subpool_size": subpool_size, "exclude_subpools": []}}})
+    warm = recipe.warm_start
     factory = EnvFactory(recipe.setup)
     try:
         groups = warm_start_rows(
-            factory, limit=n, prompt_builder=prompt_builder_of(recipe.prompt), subtask=recipe.format_warmup_subtask or WARM_START_SUBTASK,
-            preamble=domain_preamble if recipe.format_warmup_preamble else None,
+            factory, limit=n, prompt_builder=prompt_builder_of(recipe.model.prompt), subtask=(warm.subtask if warm else None) or WARM_START_SUBTASK,
+            preamble=domain_preamble if warm and warm.preamble else None,
             shapes=shapes, plan=True, plan_order=plan_order,
         )  # fmt: skip
     finally:
         factory.close()
     read: dict[str, list[tuple[float, bool]]] = defaultdict(list)
     for group in groups:
-        for prompt, action in dict.fromkeys(group):  # each distinct target once
-            head = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+        distinct = {json.dumps([messages, action]): (messages, action) for messages, action in group}
+        for messages, action in distinct.values():  # each distinct target once
+            head = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
             encoded = tokenizer(head + action, add_special_tokens=False, return_offsets_mapping=True, return_tensors="pt")
             spans, length = encoded["offset_mapping"][0].tolist(), encoded["input_ids"].shape[1]
             tokens = [(next(i for i, (start, end) in enumerate(spans) if start <= len(head) + offset < end), role) for offset, _, role in code_ids(action)]
