@@ -78,7 +78,7 @@ _DIGIT = re.compile(r"\d")
 _BASE_NUMERAL = re.compile(r"(?:\([ \t]*[0-9A-Z]+[ \t]*\)|[0-9A-Z]+)[ \t]*_[ \t]*(?:\{([^{}]*)\}|([0-9A-Za-z]))")
 _SUBSCRIPT = re.compile(r"(?<=[0-9A-Za-z)}])_[ \t]*(?:\{([^{}]*(?:\{[^{}]*\}[^{}]*)?)\}|([0-9A-Za-z]))")
 _BASE_NAMES = {"two": "2", "binary": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
-               "eight": "8", "octal": "8", "nine": "9", "ten": "10", "decimal": "10", "sixteen": "16", "hex": "16"}
+               "eight": "8", "octal": "8", "nine": "9", "ten": "10", "decimal": "10", "sixteen": "16", "hex": "16"}  # fmt: skip
 _POWER_WORDS = {"square": 2, "sq": 2, "cubic": 3, "cu": 3}
 #: Spellings of one unit (after a plural ``s`` is dropped from words of four letters or more).
 _UNIT_ALIASES = {
