@@ -27,25 +27,13 @@ FINAL_FORMAT = "Give the final answer in the format the task asks for."
 
 SOLVE = "Solve the task completely and carefully, showing your work. " + FINAL_FORMAT
 ATTEMPT = "Solve the task independently and carefully, showing your work. " + FINAL_FORMAT
-PLAN = (
-    "Analyse the task and write a step-by-step plan to solve it: the key facts, the method, and the "
-    "pitfalls to avoid. Do not solve it yet."
-)
+PLAN = "Analyse the task and write a step-by-step plan to solve it: the key facts, the method, and the pitfalls to avoid. Do not solve it yet."
 SOLVE_WITH_PLAN = "Follow the plan from the earlier step to solve the task completely, showing your work. " + FINAL_FORMAT
-VERIFY = (
-    "Check the earlier solution step by step against the task and fix any error you find. " + FINAL_FORMAT
-)
-JUDGE = (
-    "Several independent solutions to the task are given. Check each against the task, decide which "
-    "answer is right (or correct them all if none is). " + FINAL_FORMAT
-)
-REFLECT = (
-    "Critique the latest solution above: find any mistake or gap, then write an improved, complete "
-    "solution. " + FINAL_FORMAT
-)
+VERIFY = "Check the earlier solution step by step against the task and fix any error you find. " + FINAL_FORMAT
+JUDGE = "Several independent solutions to the task are given. Check each against the task, decide which answer is right (or correct them all if none is). " + FINAL_FORMAT
+REFLECT = "Critique the latest solution above: find any mistake or gap, then write an improved, complete solution. " + FINAL_FORMAT
 AGGREGATE = (
-    "You are given several candidate responses to the task. Synthesise them into one high-quality "
-    "response: evaluate them critically, keep what is correct and fix what is wrong. " + FINAL_FORMAT
+    "You are given several candidate responses to the task. Synthesise them into one high-quality response: evaluate them critically, keep what is correct and fix what is wrong. " + FINAL_FORMAT
 )
 VOTE = (
     "Several independent solutions to the task are given. Compare their final answers and give the answer "
@@ -94,12 +82,7 @@ def build_workflow(steps: Sequence[tuple[int, str, bool]]) -> Workflow:
     Returns:
         The workflow (render it with :meth:`Workflow.render`).
     """
-    return Workflow(
-        tuple(
-            Step(worker, subtask, tuple(range(i)) if sees_all else (), access_all=sees_all)
-            for i, (worker, subtask, sees_all) in enumerate(steps)
-        )
-    )
+    return Workflow(tuple(Step(worker, subtask, tuple(range(i)) if sees_all else (), access_all=sees_all) for i, (worker, subtask, sees_all) in enumerate(steps)))
 
 
 def single_workflow(worker: int) -> Workflow:
@@ -141,10 +124,7 @@ def check_fits(name: str, steps: int, observation: Observation) -> None:
     """Raises :class:`ValueError` when a ``steps``-step workflow exceeds the observation's ``max_steps``."""
     limit = max_steps(observation)
     if steps > limit:
-        raise ValueError(
-            f"policy {name!r} writes {steps} steps but the env allows {limit}; make the env with max_steps={steps} "
-            f"(--env-option max_steps={steps})"
-        )
+        raise ValueError(f"policy {name!r} writes {steps} steps but the env allows {limit}; make the env with max_steps={steps} (--env-option max_steps={steps})")
 
 
 class _BaselinePolicy(Policy):
@@ -160,10 +140,7 @@ class _BaselinePolicy(Policy):
             return worker
         if self.wrap_ids and total:
             return worker % total
-        raise ValueError(
-            f"policy {self.name!r} names worker id {worker}, but the observation shows only ids 0..{total - 1}; "
-            "use a shown id or pass wrap_ids=True to make_policy"
-        )
+        raise ValueError(f"policy {self.name!r} names worker id {worker}, but the observation shows only ids 0..{total - 1}; use a shown id or pass wrap_ids=True to make_policy")
 
     def workflow(self, observation: Observation) -> Workflow:
         """Returns the workflow for one observation."""

@@ -33,11 +33,10 @@ from typing import Any, Sequence
 
 from conductor_env.agents.base import ActionUsage, Observation, Policy
 from conductor_env.agents.prompts import action_of, chat_messages, full_prompt, prompt_builder_of
-from conductor_env.agents.shipped import CONDUCTOR_CONFIG
-from conductor_env.agents.shipped import shipped_conductor
+from conductor_env.agents.shipped import CONDUCTOR_CONFIG, shipped_conductor
+from conductor_env.calls import RetryPolicy
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.pool import PoolError, WorkerPool, load_pool, preset_names
-from conductor_env.calls import RetryPolicy
 
 #: Output-token limit of one Conductor reply (the paper's Conductor limit).
 DEFAULT_MAX_TOKENS = 1024
@@ -60,10 +59,7 @@ def _local_pool(name: str, *, max_concurrency: int, local_options: dict[str, Any
     from conductor_env.workers import local_models as models  # light: transformers is imported only when a model loads
 
     if name not in models.MODELS and not Path(name).expanduser().is_dir():
-        raise ValueError(
-            f"llm:{name}: not a worker of the pool, not a model folder, and not a known local model "
-            f"{sorted(models.MODELS)}"
-        )
+        raise ValueError(f"llm:{name}: not a worker of the pool, not a model folder, and not a known local model {sorted(models.MODELS)}")
     spec = WorkerSpec(
         name=f"conductor:{name}",
         backend="local",
@@ -147,9 +143,7 @@ class LLMConductor(Policy):
 
     async def _one(self, observation: Observation, seed: int) -> tuple[str, ActionUsage]:
         messages = chat_messages(observation, self.prompt_builder)
-        completion, _ = await self._pool.call(
-            self._index, messages, retry=self.retry, max_tokens=self.max_tokens, temperature=self.temperature, seed=seed
-        )
+        completion, _ = await self._pool.call(self._index, messages, retry=self.retry, max_tokens=self.max_tokens, temperature=self.temperature, seed=seed)
         return action_of(observation, completion.text), ActionUsage(completion.prompt_tokens, completion.completion_tokens, completion.cost_usd)
 
     async def aact_with_usage(self, observations: Sequence[Observation]) -> list[tuple[str, ActionUsage | None]]:

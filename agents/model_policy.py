@@ -54,8 +54,10 @@ class ModelPolicy(Policy):
             return []
         texts = [
             self.tokenizer.apply_chat_template(
-                chat_messages(o, self.prompt_builder), tokenize=False,
-                add_generation_prompt=not o.get("prefill"), continue_final_message=bool(o.get("prefill")),
+                chat_messages(o, self.prompt_builder),
+                tokenize=False,
+                add_generation_prompt=not o.get("prefill"),
+                continue_final_message=bool(o.get("prefill")),
             )
             for o in observations
         ]

@@ -20,17 +20,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import tempfile
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.envs import EnvSetup
 from conductor_env.agents import make_policy
+from conductor_env.envs import EnvSetup
 from conductor_env.event_loop import run_sync
 from conductor_env.workers.pool import load_pool
-
 
 SPECS = [
     "single:0", "single:1", "single:2", "random", "template:plan-solve-verify", "template:parallel-judge",

@@ -41,8 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=8)
     args = parser.parse_args(argv)
     print(f"conductor_env from {Path(conductor_env.__file__).parent}")
-    for label, make, tasks in (("stdlib tasks, local backend", lambda: LocalSandbox(pool_size=1, limits=LIMITS), (0, 1)),
-                               ("pandas task, BigCodeBench image", lambda: default_sandbox(pool_size=1), (2,))):
+    for label, make, tasks in (
+        ("stdlib tasks, local backend", lambda: LocalSandbox(pool_size=1, limits=LIMITS), (0, 1)),
+        ("pandas task, BigCodeBench image", lambda: default_sandbox(pool_size=1), (2,)),
+    ):
         sandbox = make()
         try:
             print(f"{label}: {seconds_per_problem(sandbox, tasks, args.rounds) * 1000:.0f} ms per problem")

@@ -42,10 +42,17 @@ def sum_problem_file(directory: Path, tests: int) -> Path:
     """One stdin problem (print A+B) with ``tests`` tests, in the hub schema."""
     cases = [{"input": f"{i} {i * 7}\n", "output": f"{i * 8}\n", "testtype": "stdin"} for i in range(tests)]
     row = {
-        "question_title": "Sum", "question_content": "Print A+B.", "platform": "atcoder",
-        "question_id": "bench_sum", "contest_id": "bench", "contest_date": "2024-01-01T00:00:00",
-        "starter_code": "", "difficulty": "easy", "public_test_cases": json.dumps(cases[:1]),
-        "private_test_cases": compress(cases[1:]), "metadata": "{}",
+        "question_title": "Sum",
+        "question_content": "Print A+B.",
+        "platform": "atcoder",
+        "question_id": "bench_sum",
+        "contest_id": "bench",
+        "contest_date": "2024-01-01T00:00:00",
+        "starter_code": "",
+        "difficulty": "easy",
+        "public_test_cases": json.dumps(cases[:1]),
+        "private_test_cases": compress(cases[1:]),
+        "metadata": "{}",
     }
     path = directory / "bench_sum.jsonl"
     path.write_text(json.dumps(row) + "\n")
@@ -87,10 +94,7 @@ def bench_early_stop(tests: int) -> dict:
 
 def bench_decoding(payload_mb: int) -> dict:
     count = max(1, payload_mb * 2**20 // 9_500)  # about 9.5 kB of JSON per test
-    tests = [
-        {"input": " ".join(str((i * 7919 + j) % 100_003) for j in range(1_500)), "output": str(i), "testtype": "stdin"}
-        for i in range(count)
-    ]
+    tests = [{"input": " ".join(str((i * 7919 + j) % 100_003) for j in range(1_500)), "output": str(i), "testtype": "stdin"} for i in range(count)]
     payload = compress(tests)
     raw_size = len(json.dumps(tests))
     unsafe = timed(lambda: json.loads(pickle.loads(zlib.decompress(base64.b64decode(payload)))), repeat=3)
@@ -114,8 +118,7 @@ def bench_humaneval(backend: str) -> dict:
         scores = list(pool.map(lambda p: suite.verify(p, suite.reference_response(p)), problems))
     elapsed = time.perf_counter() - start
     sandbox.close()
-    return {"backend": backend, "passed": sum(s.correct for s in scores), "total_s": round(elapsed, 2),
-            "per_problem_ms": round(1000 * elapsed / len(problems), 1)}
+    return {"backend": backend, "passed": sum(s.correct for s in scores), "total_s": round(elapsed, 2), "per_problem_ms": round(1000 * elapsed / len(problems), 1)}
 
 
 def main() -> int:

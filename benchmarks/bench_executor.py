@@ -22,28 +22,20 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import conductor_env  # noqa: F401
+from conductor_env.calls import CallContext, SimulationOracle
 from conductor_env.envs import EnvSetup
+from conductor_env.envs.vector import ConductorVectorEnv
 from conductor_env.prompts import VisibleStep, worker_message
 from conductor_env.tasks.suites.procedural import ReasoningGymSuite
-from conductor_env.envs.vector import ConductorVectorEnv
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
-from conductor_env.calls import CallContext, SimulationOracle
 from conductor_env.workflow import parse_workflow
 
-WORKFLOW = (
-    'model_id = [0, 1, 2]\nsubtasks = ["Solve the task.", "Solve the task independently.", '
-    '"Compare both solutions and give the final answer."]\naccess_list = [[], [], "all"]'
-)
+WORKFLOW = 'model_id = [0, 1, 2]\nsubtasks = ["Solve the task.", "Solve the task independently.", "Compare both solutions and give the final answer."]\naccess_list = [[], [], "all"]'
 
 
 def make_pool(latency_s: float) -> WorkerPool:
-    return WorkerPool(
-        [
-            WorkerSpec(f"sim-{i}", "simulated", max_concurrency=10_000, options={"skill": 0.6, "latency_s": latency_s})
-            for i in range(3)
-        ]
-    )
+    return WorkerPool([WorkerSpec(f"sim-{i}", "simulated", max_concurrency=10_000, options={"skill": 0.6, "latency_s": latency_s}) for i in range(3)])
 
 
 def run_ours(suite: ReasoningGymSuite, episodes: int, latency_s: float) -> float:
@@ -69,9 +61,7 @@ def run_paper_strategy(suite: ReasoningGymSuite, episodes: int, latency_s: float
         for step_index, step in enumerate(workflow.steps):
             visible = [VisibleStep(workflow.steps[j].worker, workflow.steps[j].subtask, responses[j]) for j in step.access]
             message = worker_message(problem.question, step.subtask, visible)
-            completion = asyncio.run(
-                pool.worker(step.worker).complete([{"role": "user", "content": message}], seed=step_index, context=CallContext(oracle=oracle))
-            )
+            completion = asyncio.run(pool.worker(step.worker).complete([{"role": "user", "content": message}], seed=step_index, context=CallContext(oracle=oracle)))
             responses.append(completion.text)
         suite.verify(problem, responses[-1])
         return responses[-1]

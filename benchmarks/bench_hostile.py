@@ -32,8 +32,8 @@ sys.path[:0] = [str(TESTS / "tasks"), str(TESTS / "sandboxes"), str(TESTS), str(
 import test_bigcodebench_integrity as bcb_integrity_battery  # noqa: E402
 import test_bigcodebench_reach as bcb_reach_battery  # noqa: E402
 import test_hostile_humaneval as humaneval_battery  # noqa: E402
-import test_sandbox_attribution as attribution_battery  # noqa: E402
 import test_hostile_lcb as lcb_battery  # noqa: E402
+import test_sandbox_attribution as attribution_battery  # noqa: E402
 
 import conductor_env  # noqa: E402
 from conductor_env.sandboxes import get_sandbox  # noqa: E402
@@ -67,18 +67,22 @@ def code_cases(backend: str) -> list[tuple[str, str, bool, Callable[[Any], Any]]
     cases = []
     humaneval = humaneval_battery
     for name, answer in {**humaneval.ATTACKS, **{f"honest: {k}": v for k, v in humaneval.HONEST.items()}}.items():
+
         def verify(box, answer=answer):
             suite = HumanEvalSuite(sandbox=box, limits=humaneval.LIMITS)
             return suite.verify(suite.problems()[0], answer)
+
         cases.append(("humaneval", name, name.startswith("honest: "), verify))
     lcb = lcb_battery
     attacks = [("fixture901_a", n, a) for n, a in lcb.STDIN_ATTACKS.items()]
     attacks += [("3901", n, a) for n, a in lcb.FUNCTIONAL_ATTACKS.items()]
     attacks += [(problem_id, f"honest: {problem_id}", code) for problem_id, code in lcb.HONEST.items()]
     for problem_id, name, code in attacks:
+
         def verify(box, problem_id=problem_id, code=code):
             suite = LiveCodeBenchSuite(data_files=str(lcb.SAMPLE), sandbox=box, limits=lcb.LIMITS)
             return suite.verify(lcb.problem(suite, problem_id), lcb.fenced(code))
+
         cases.append(("livecodebench", name, name.startswith("honest: "), verify))
     cases += bigcodebench_cases()
     cases += attribution_cases()
@@ -93,6 +97,7 @@ def bigcodebench_cases() -> list[tuple[str, str, bool, Callable[[Any], Any]]]:
     names_row = json.loads(sample.read_text().splitlines()[0])
     names_row = {**names_row, "task_id": "Fixture/names", "test": bcb_reach_battery.PROMPT_NAME_TESTS}
     for name, code in hostile.items():
+
         def verify(box, name=name, code=code):
             if name == "rebind_prompt_module":
                 import tempfile
@@ -104,11 +109,14 @@ def bigcodebench_cases() -> list[tuple[str, str, bool, Callable[[Any], Any]]]:
             else:
                 suite = BigCodeBenchSuite(data_files=str(sample), sandbox=box, limits=limits)
             return suite.verify(suite.problems()[0], bcb_reach_battery.block(code))
+
         cases.append(("bigcodebench", name, False, verify))
     for task in (0, 1):
+
         def verify(box, task=task):
             suite = BigCodeBenchSuite(data_files=str(sample), sandbox=box, limits=limits)
             return suite.verify(suite.problems()[task], suite.reference_response(suite.problems()[task]))
+
         cases.append(("bigcodebench", f"honest: Fixture/{task}", True, verify))
     return cases
 
@@ -117,6 +125,7 @@ def attribution_cases() -> list[tuple[str, str, bool, Callable[[Any], Any]]]:
     """Programs that leave a file tree the runner's clean-up cannot walk, through each code suite."""
     cases = []
     for tree, code in attribution_battery.TREES.items():
+
         def humaneval(box, code=code):
             suite = HumanEvalSuite(sandbox=box, limits=humaneval_battery.LIMITS)
             problem = suite.problems()[0]
@@ -140,8 +149,7 @@ def count_code(backend: str) -> list[dict]:
     box = get_sandbox(backend, pool_size=2, limits=humaneval_battery.LIMITS)
     for suite_name, name, honest, verify in code_cases(backend):
         outcome, seconds, reason = grade(lambda: verify(box))
-        rows.append({"suite": suite_name, "backend": backend, "case": name, "honest": honest,
-                     "outcome": outcome, "seconds": round(seconds, 3), "reason": reason})
+        rows.append({"suite": suite_name, "backend": backend, "case": name, "honest": honest, "outcome": outcome, "seconds": round(seconds, 3), "reason": reason})
         if outcome in ("crash", "hang"):  # the pool may have lost a worker for good: start afresh
             box = get_sandbox(backend, pool_size=2, limits=humaneval_battery.LIMITS)
     return rows
@@ -155,28 +163,23 @@ def count_math_and_choice() -> list[dict]:
     problem = math500.problems()[0]
     for name, answer in math_battery.MATH_ATTACKS.items():
         outcome, seconds, reason = grade(lambda: math500.verify(problem, answer))
-        rows.append({"suite": "math500", "case": name, "honest": False, "outcome": outcome,
-                     "seconds": round(seconds, 3), "reason": reason})
+        rows.append({"suite": "math500", "case": name, "honest": False, "outcome": outcome, "seconds": round(seconds, 3), "reason": reason})
     for answer in math_battery.MATH_HONEST:
         outcome, seconds, reason = grade(lambda: math500.verify(problem, answer))
-        rows.append({"suite": "math500", "case": f"honest: {answer}", "honest": True, "outcome": outcome,
-                     "seconds": round(seconds, 3), "reason": reason})
+        rows.append({"suite": "math500", "case": f"honest: {answer}", "honest": True, "outcome": outcome, "seconds": round(seconds, 3), "reason": reason})
     aime = AIMESuite(data_files=math_battery.FIXTURES / "aime25.jsonl")
     first = aime.problems()[0]
     gold = int(first.answer)
-    for name, answer in {"two integers in one box": rf"\boxed{{{gold}, {gold + 1}}}",
-                         "10,000 digits": r"\boxed{" + "9" * 10_000 + "}"}.items():
+    for name, answer in {"two integers in one box": rf"\boxed{{{gold}, {gold + 1}}}", "10,000 digits": r"\boxed{" + "9" * 10_000 + "}"}.items():
         outcome, seconds, reason = grade(lambda: aime.verify(first, answer))
-        rows.append({"suite": "aime", "case": name, "honest": False, "outcome": outcome,
-                     "seconds": round(seconds, 3), "reason": reason})
+        rows.append({"suite": "aime", "case": name, "honest": False, "outcome": outcome, "seconds": round(seconds, 3), "reason": reason})
     gpqa = GPQASuite(data_files=str(math_battery.FIXTURES / "gpqa_diamond.jsonl"))
     for name, template in math_battery.CHOICE_ATTACKS.items():
         for problem in gpqa.problems():
             other = next(letter for letter in "ABCD" if letter != problem.answer)
             answer = template.format(gold=problem.answer, other=other)
             outcome, seconds, reason = grade(lambda: gpqa.verify(problem, answer))
-            rows.append({"suite": "gpqa", "case": f"{name} ({problem.id})", "honest": False, "outcome": outcome,
-                         "seconds": round(seconds, 3), "reason": reason})
+            rows.append({"suite": "gpqa", "case": f"{name} ({problem.id})", "honest": False, "outcome": outcome, "seconds": round(seconds, 3), "reason": reason})
     return rows
 
 
@@ -192,8 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     groups: dict[tuple, dict] = {}
     for row in rows:
         key = (row["suite"], row.get("backend", "-"))
-        group = groups.setdefault(key, {"attacks": 0, "paid": 0, "partial": 0, "crash": 0, "hang": 0, "honest": 0,
-                                        "honest passed": 0, "slowest s": 0.0})
+        group = groups.setdefault(key, {"attacks": 0, "paid": 0, "partial": 0, "crash": 0, "hang": 0, "honest": 0, "honest passed": 0, "slowest s": 0.0})
         if row["honest"]:
             group["honest"] += 1
             group["honest passed"] += row["outcome"] == "paid"
@@ -205,17 +207,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"conductor_env from {Path(conductor_env.__file__).parent}")
     print(f"{'suite':14} {'backend':8} {'attacks':>7} {'paid':>5} {'partial':>7} {'crash':>6} {'hang':>5} {'honest':>7} {'slowest':>8}")
     for (suite, backend), group in groups.items():
-        print(f"{suite:14} {backend:8} {group['attacks']:7} {group['paid']:5} {group['partial']:7} {group['crash']:6} {group['hang']:5} "
-              f"{group['honest passed']:3}/{group['honest']:<3} {group['slowest s']:7.2f}s")
+        print(
+            f"{suite:14} {backend:8} {group['attacks']:7} {group['paid']:5} {group['partial']:7} {group['crash']:6} {group['hang']:5} "
+            f"{group['honest passed']:3}/{group['honest']:<3} {group['slowest s']:7.2f}s"
+        )
     for row in rows:
         if (row["outcome"] not in ("not paid", "partial")) != row["honest"]:
             print(f"  {row['suite']} {row.get('backend', '')} {row['case']}: {row['outcome']} {row['reason']}")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         summary = [{"suite": suite, "backend": backend, **group} for (suite, backend), group in groups.items()]
-        args.json.write_text(json.dumps({"command": "python benchmarks/bench_hostile.py " + " ".join(sys.argv[1:]),
-                                         "package": str(Path(conductor_env.__file__).parent),
-                                         "summary": summary, "cases": rows}, indent=1) + "\n")
+        args.json.write_text(
+            json.dumps({"command": "python benchmarks/bench_hostile.py " + " ".join(sys.argv[1:]), "package": str(Path(conductor_env.__file__).parent), "summary": summary, "cases": rows}, indent=1)
+            + "\n"
+        )
         print(f"wrote {args.json}")
     sys.stdout.flush()
     os._exit(0)  # hung verifications (when counting an old version) must not keep the process

@@ -23,9 +23,9 @@ import platform
 import time
 from pathlib import Path
 
-from conductor_env.workers.local_models import ensure_model
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.local import LocalWorker
+from conductor_env.workers.local_models import ensure_model
 
 QUESTIONS = [
     "What is {i} plus {i}?",
@@ -50,9 +50,7 @@ async def _sequential(worker: LocalWorker, requests: int, tokens: int) -> tuple[
 
 async def _concurrent(worker: LocalWorker, requests: int, tokens: int) -> tuple[float, int]:
     started = time.perf_counter()
-    completions = await asyncio.gather(
-        *(worker.complete(_messages(i), max_tokens=tokens, ignore_eos=True) for i in range(requests))
-    )
+    completions = await asyncio.gather(*(worker.complete(_messages(i), max_tokens=tokens, ignore_eos=True) for i in range(requests)))
     return time.perf_counter() - started, sum(c.completion_tokens for c in completions)
 
 

@@ -81,10 +81,7 @@ def time_threads(pairs: list[tuple[str, str]]) -> float:
 
 
 def time_subprocess_each(pairs: list[tuple[str, str]], sample: int) -> float:
-    code = (
-        "import sys, json\nfrom math_verify import parse, verify\n"
-        "g, a = json.loads(sys.argv[1])\nprint(verify(parse('\\\\boxed{'+g+'}'), parse('\\\\boxed{'+a+'}')))"
-    )
+    code = "import sys, json\nfrom math_verify import parse, verify\ng, a = json.loads(sys.argv[1])\nprint(verify(parse('\\\\boxed{'+g+'}'), parse('\\\\boxed{'+a+'}')))"
     chosen = pairs[:sample]
     start = time.perf_counter()
     for pair in chosen:

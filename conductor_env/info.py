@@ -152,9 +152,7 @@ def empty_info(*, problem_id: str, domain: str, round_index: int, access: str, w
     }
 
 
-def typed_step(
-    observation: dict, reward: float, terminated: bool, truncated: bool, info: StepInfo
-) -> tuple[dict, float, bool, bool, StepInfo]:
+def typed_step(observation: dict, reward: float, terminated: bool, truncated: bool, info: StepInfo) -> tuple[dict, float, bool, bool, StepInfo]:
     """Gives a step's result the types of :class:`StepInfo` and Gymnasium.
 
     Vector envs type a merged info array by the first value they see (an ``int`` cost of 0 would

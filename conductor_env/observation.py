@@ -17,8 +17,8 @@ from gymnasium import spaces
 from conductor_env.calls import ShownWorker
 from conductor_env.options import EnvOptions
 from conductor_env.prompts import conductor_prompt, conductor_prompt_bound, conductor_system, select_examples
-from conductor_env.templates import load_template
 from conductor_env.spaces import Utf8Text, shorten_text, utf8_size
+from conductor_env.templates import load_template
 
 #: Each earlier round's rendered workflow and answer are cut (in the middle) to this many UTF-8
 #: bytes in ``history``; the workers still see them whole.
@@ -79,8 +79,12 @@ class ObservationBuilder:
         history_round = len(f"Round {rounds} workflow:\n\nRound {rounds} answer:\n\n\n") + 2 * HISTORY_PART_BYTES
         history = (rounds - 1) * history_round
         prompt = conductor_prompt_bound(
-            options.conductor_template, max_steps=options.max_steps, access=options.access,
-            question_bytes=options.max_question_bytes, workers_bytes=workers, history_bytes=history,
+            options.conductor_template,
+            max_steps=options.max_steps,
+            access=options.access,
+            question_bytes=options.max_question_bytes,
+            workers_bytes=workers,
+            history_bytes=history,
         )
         return {
             "prompt": prompt,
@@ -162,8 +166,13 @@ class ObservationBuilder:
         question = shorten_text(question, options.max_question_bytes)
         examples = select_examples(domain, options.examples, options.num_examples)
         prompt = conductor_prompt(
-            question, workers, examples=examples, max_steps=options.max_steps, access=options.access,
-            history=history_text, template=options.conductor_template,
+            question,
+            workers,
+            examples=examples,
+            max_steps=options.max_steps,
+            access=options.access,
+            history=history_text,
+            template=options.conductor_template,
         )
         observation = {
             "prompt": prompt,

@@ -17,7 +17,7 @@ from conductor_env.prompts import ExampleSelection
 from conductor_env.rewards import REWARD_SCHEMES
 from conductor_env.subpools import ExcludedSubpools, SubpoolSize
 from conductor_env.templates import PromptTemplate, TemplateError, load_template
-from conductor_env.workflow import AccessMode, MAX_ACTION_CHARS
+from conductor_env.workflow import MAX_ACTION_CHARS, AccessMode
 
 #: Default longest question (UTF-8 bytes) the observation space holds; the questions of the shipped
 #: suites we measured (LiveCodeBench, MATH-500, AIME, GPQA, MMLU) stay under 6 KB.

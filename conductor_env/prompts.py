@@ -30,41 +30,34 @@ class WorkedExample:
 WORKED_EXAMPLES: tuple[WorkedExample, ...] = (
     WorkedExample(
         domain="math",
-        question="Let S be the set of positive integers n < 1000 such that n^2 + 1 is divisible by 13. "
-        "How many elements does S have?",
-        workflow='model_id = [1, 0]\n'
+        question="Let S be the set of positive integers n < 1000 such that n^2 + 1 is divisible by 13. How many elements does S have?",
+        workflow="model_id = [1, 0]\n"
         'subtasks = ["Find all residues r mod 13 with r^2 = -1 (mod 13), then count the integers '
-        '1 <= n < 1000 in those residue classes. Show the count for each class and give the total '
+        "1 <= n < 1000 in those residue classes. Show the count for each class and give the total "
         'in \\\\boxed{}.", "Re-derive the residues independently, recount, and compare with the previous '
         'solution. If they disagree, find the error. Give the final total in \\\\boxed{}."]\n'
         'access_list = [[], "all"]',
     ),
     WorkedExample(
         domain="code",
-        question="Given an array of n integers (n <= 2*10^5) read from standard input, print the length of "
-        "the longest strictly increasing contiguous subarray.",
-        workflow='model_id = [2, 0, 2]\n'
+        question="Given an array of n integers (n <= 2*10^5) read from standard input, print the length of the longest strictly increasing contiguous subarray.",
+        workflow="model_id = [2, 0, 2]\n"
         'subtasks = ["Describe an O(n) algorithm for the problem and list the edge cases (n = 1, all '
         'equal values, strictly decreasing input).", "Implement the algorithm in Python reading from '
         'stdin and printing the answer. Return one complete program in a ```python block.", "Review the '
-        'program against the edge cases above, trace it on two small inputs, fix any bug, and return '
+        "program against the edge cases above, trace it on two small inputs, fix any bug, and return "
         'the final complete program in a ```python block."]\n'
         'access_list = [[], "all", "all"]',
     ),
     WorkedExample(
         domain="choice",
-        question="Which gas makes up the largest share of Earth's atmosphere by volume?\n"
-        "A) Oxygen\nB) Nitrogen\nC) Argon\nD) Carbon dioxide",
-        workflow='model_id = [3]\n'
-        'subtasks = ["Answer the multiple-choice question. Explain briefly, then end with a line '
-        '\'Answer: X\' where X is the letter."]\n'
-        'access_list = [[]]',
+        question="Which gas makes up the largest share of Earth's atmosphere by volume?\nA) Oxygen\nB) Nitrogen\nC) Argon\nD) Carbon dioxide",
+        workflow="model_id = [3]\nsubtasks = [\"Answer the multiple-choice question. Explain briefly, then end with a line 'Answer: X' where X is the letter.\"]\naccess_list = [[]]",
     ),
     WorkedExample(
         domain="reasoning",
-        question="Alice, Bob and Carol each own one pet: a cat, a dog or a fish. Alice is allergic to fur, "
-        "and Bob's pet barks. Who owns the cat?",
-        workflow='model_id = [0, 3, 1]\n'
+        question="Alice, Bob and Carol each own one pet: a cat, a dog or a fish. Alice is allergic to fur, and Bob's pet barks. Who owns the cat?",
+        workflow="model_id = [0, 3, 1]\n"
         'subtasks = ["Solve the puzzle step by step and state who owns the cat.", "Solve the puzzle '
         'independently, step by step, and state who owns the cat.", "Two solutions to the puzzle are '
         'given. Check each constraint against both, decide which is right, and give the final answer."]\n'
@@ -73,9 +66,7 @@ WORKED_EXAMPLES: tuple[WorkedExample, ...] = (
     WorkedExample(
         domain="writing",
         question="Summarise the trade-offs between optimistic and pessimistic locking in two sentences.",
-        workflow='model_id = [1]\n'
-        'subtasks = ["Write the two-sentence summary: name one strength and one weakness of each approach."]\n'
-        'access_list = [[]]',
+        workflow='model_id = [1]\nsubtasks = ["Write the two-sentence summary: name one strength and one weakness of each approach."]\naccess_list = [[]]',
     ),
 )
 
@@ -83,6 +74,7 @@ _ACCESS_HELP = {
     "binary": '"all" (every earlier step\'s subtask and response) or [] (nothing)',
     "indices": '"all", [] or a list of earlier step indices such as [0, 2]',
 }
+
 
 def select_examples(domain: str, selection: ExampleSelection = "out_of_domain", k: int = 4) -> list[WorkedExample]:
     """Returns the worked examples to show for a question of ``domain``.
@@ -111,18 +103,14 @@ def render_pool(worker_lines: Sequence[str]) -> str:
     return "\n".join(worker_lines)
 
 
-def _conductor_values(
-    question: str, workers: str, examples: Sequence[WorkedExample], max_steps: int, access: str, history: str
-) -> dict[str, str | int]:
+def _conductor_values(question: str, workers: str, examples: Sequence[WorkedExample], max_steps: int, access: str, history: str) -> dict[str, str | int]:
     """Returns the values of every Conductor placeholder (see :data:`~conductor_env.templates.PLACEHOLDERS`)."""
     shown = "\n\n".join(f"Example {i + 1}\nTask: {e.question}\nWorkflow:\n{e.workflow}" for i, e in enumerate(examples))
-    examples_section = (
-        f"Here are example workflows for other tasks (the ids refer to their own pools):\n\n{shown}\n\n" if examples else ""
-    )
+    examples_section = f"Here are example workflows for other tasks (the ids refer to their own pools):\n\n{shown}\n\n" if examples else ""
     history_section = (
         "Your earlier round(s) on this task:\n"
         f"{history}\n\n"
-        "Write a new workflow to improve the answer (workers with \"all\" access also see the previous "
+        'Write a new workflow to improve the answer (workers with "all" access also see the previous '
         "round's steps), or write three empty lists (model_id = [], subtasks = [], access_list = []) "
         "to keep the previous answer.\n\n"
         if history
@@ -179,9 +167,7 @@ def conductor_system(template: str | PromptTemplate = "default", *, max_steps: i
     return load_template(template, "conductor").render_system({"max_steps": max_steps, "access_help": _ACCESS_HELP[access]})
 
 
-def conductor_prompt_bound(
-    template: str | PromptTemplate, *, max_steps: int, access: str, question_bytes: int, workers_bytes: int, history_bytes: int
-) -> int:
+def conductor_prompt_bound(template: str | PromptTemplate, *, max_steps: int, access: str, question_bytes: int, workers_bytes: int, history_bytes: int) -> int:
     """Returns the most UTF-8 bytes :func:`conductor_prompt` can produce under these bounds.
 
     Every worked example (a superset of any selection) and the text that comes with a history
@@ -209,9 +195,7 @@ class VisibleStep:
     response: str
 
 
-def worker_message(
-    question: str, subtask: str, visible: Sequence[VisibleStep], template: str | PromptTemplate = "default"
-) -> str:
+def worker_message(question: str, subtask: str, visible: Sequence[VisibleStep], template: str | PromptTemplate = "default") -> str:
     """Builds the user message a worker receives.
 
     Args:

@@ -124,8 +124,11 @@ class RoundPlayer:
         info = self.base_info(episode, round_index)
         try:
             workflow = parse_workflow(
-                action, num_workers=episode.shown_count(0), max_steps=self.options.max_steps,
-                access=self.options.access, allow_empty=previous is not None,
+                action,
+                num_workers=episode.shown_count(0),
+                max_steps=self.options.max_steps,
+                access=self.options.access,
+                allow_empty=previous is not None,
             )
         except WorkflowError as error:
             return self._unparsed(episode, info, error.reason, error.detail, previous)
@@ -141,14 +144,17 @@ class RoundPlayer:
                 worker_name=self._worker_name(episode, 0),
                 previous_steps=self._visible_previous(previous),
                 answer_from=self.options.answer_from,
-            worker_template=self.options.worker_template,
+                worker_template=self.options.worker_template,
             )
         except FrameParseError as error:
             detail = f"in the self-call frame at depth {error.depth}: {error.error.detail}"
             return self._unparsed(episode, info, error.error.reason, detail, previous)
         info.update(
-            trace=[t.to_dict() for t in execution.traces], cost_usd=execution.cost_usd,
-            tokens=execution.tokens, wall_s=execution.wall_s, frames=list(episode.frames),
+            trace=[t.to_dict() for t in execution.traces],
+            cost_usd=execution.cost_usd,
+            tokens=execution.tokens,
+            wall_s=execution.wall_s,
+            frames=list(episode.frames),
         )
         if execution.infra_error is not None:
             return self._infra_failure(episode, info, execution.infra_error, "worker failure (not scored)")
@@ -231,8 +237,13 @@ class RoundPlayer:
             key = (episode.seed, depth, round_index, index) if not episode.draw else (episode.seed, episode.draw, depth, round_index, index)
             seed = hash(key) & 0x7FFFFFFF
             return await self.pool.call(
-                episode.shown[step.worker], messages, retry=options.retry, max_tokens=options.worker_max_tokens,
-                temperature=options.worker_temperature, seed=seed, context=context,
+                episode.shown[step.worker],
+                messages,
+                retry=options.retry,
+                max_tokens=options.worker_max_tokens,
+                temperature=options.worker_temperature,
+                seed=seed,
+                context=context,
             )
 
         return call_step
@@ -252,9 +263,7 @@ class RoundPlayer:
             answer_from=self.options.answer_from,
             worker_template=self.options.worker_template,
         )
-        episode.frames.append(
-            {"depth": depth, "workflow": workflow.to_dict(), "trace": [t.to_dict() for t in execution.traces], "answer": execution.answer}
-        )
+        episode.frames.append({"depth": depth, "workflow": workflow.to_dict(), "trace": [t.to_dict() for t in execution.traces], "answer": execution.answer})
         if execution.infra_error is not None:
             raise WorkerError(f"in a self-call frame: {execution.infra_error}", retryable=False)
         return Completion(

@@ -42,12 +42,7 @@ _ENCODING_ERRORS = "surrogatepass"
 
 # Characters ``sample`` draws from: ASCII, whitespace, accented and Greek letters, arrows, logic and
 # maths symbols, CJK, an emoji and NUL, so samples exercise 1- to 4-byte encodings and parsers.
-_SAMPLE_CHARACTERS = (
-    [chr(c) for c in range(32, 127)]
-    + list("\n\t\r\x00")
-    + list("éüñçßÆøπΣλ→←⇒⇔∀∃∧∨¬≤≥≠∞∑√∫—“”«»")
-    + list("中文字漢𝔸𝕏😀🚀")
-)
+_SAMPLE_CHARACTERS = [chr(c) for c in range(32, 127)] + list("\n\t\r\x00") + list("éüñçßÆøπΣλ→←⇒⇔∀∃∧∨¬≤≥≠∞∑√∫—“”«»") + list("中文字漢𝔸𝕏😀🚀")
 
 
 def utf8_size(text: str) -> int:
@@ -268,4 +263,3 @@ _register(shm.write_to_shared_memory, _write_shared_memory)
 
 # The zero element of wrappers that pad observations (DelayObservation, StickyAction, ...).
 _register(getattr(wrapper_utils, "create_zero_array", None), lambda space: "")
-

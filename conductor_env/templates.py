@@ -212,9 +212,7 @@ def _load_named(spec: str, kind: str) -> PromptTemplate:
     names = template_names(kind)
     if spec not in names:
         hint = next(iter(difflib.get_close_matches(spec, names, n=1)), "")
-        raise TemplateError(
-            f"unknown {kind} template {spec!r}{f' (did you mean {hint!r}?)' if hint else ''}; use one of {', '.join(names)} or a .toml file path"
-        )
+        raise TemplateError(f"unknown {kind} template {spec!r}{f' (did you mean {hint!r}?)' if hint else ''}; use one of {', '.join(names)} or a .toml file path")
     resource = importlib.resources.files("conductor_env") / _TEMPLATE_DIR / kind / f"{spec}.toml"
     return parse_template(resource.read_text(encoding="utf-8"), kind=kind, name=spec)
 

@@ -110,10 +110,7 @@ class Workflow:
         """Returns a JSON-friendly form (for ``info`` and results files)."""
         return {
             "access_mode": self.access_mode,
-            "steps": [
-                {"worker": s.worker, "subtask": s.subtask, "access": "all" if s.access_all else list(s.access)}
-                for s in self.steps
-            ],
+            "steps": [{"worker": s.worker, "subtask": s.subtask, "access": "all" if s.access_all else list(s.access)} for s in self.steps],
         }
 
 
@@ -131,9 +128,7 @@ def _worker_id(value: Any, num_workers: int, index: int) -> int:
     if isinstance(value, str) and _DIGITS.fullmatch(value):
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < num_workers:
-        raise WorkflowError(
-            "bad_worker_id", f"step {index}: model id {value!r} is not one of 0..{num_workers - 1}"
-        )
+        raise WorkflowError("bad_worker_id", f"step {index}: model id {value!r} is not one of 0..{num_workers - 1}")
     return value
 
 
@@ -204,9 +199,7 @@ def parse_workflow(
             return Workflow(steps=(), access_mode=access)
         raise WorkflowError("empty")
     if not len(ids) == len(subtasks) == len(accesses):
-        raise WorkflowError(
-            "length_mismatch", f"model_id has {len(ids)}, subtasks {len(subtasks)}, access_list {len(accesses)}"
-        )
+        raise WorkflowError("length_mismatch", f"model_id has {len(ids)}, subtasks {len(subtasks)}, access_list {len(accesses)}")
     if len(ids) > max_steps:
         raise WorkflowError("too_many_steps", f"{len(ids)} steps, at most {max_steps} allowed")
     steps = []

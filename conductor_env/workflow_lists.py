@@ -119,9 +119,7 @@ def _merge(a: _Walk | None, b: _Walk | None) -> _Walk | None:
     return a
 
 
-def _escape(
-    escaped: str, at: int, outside: _Walk, double: _Walk | None, single: _Walk | None, ends: dict[int, int]
-) -> tuple[_Walk | None, _Walk | None, _Walk | None]:
+def _escape(escaped: str, at: int, outside: _Walk, double: _Walk | None, single: _Walk | None, ends: dict[int, int]) -> tuple[_Walk | None, _Walk | None, _Walk | None]:
     """Applies the character ``escaped`` (at ``at``, after a backslash) to the walk outside strings.
 
     The walks inside strings skip it; the walk outside reads it: a quote opens a string there.

@@ -19,11 +19,7 @@ class CapitalsSuite(TaskSuite):
     blocking_verify = False  # a string comparison: no need for a worker thread
 
     def __init__(self, countries: list[str] | None = None) -> None:
-        self._problems = [
-            Problem(id=c.lower(), question=f"What is the capital of {c}? End with 'Answer: <city>'.",
-                    domain="geography", answer=CAPITALS[c])
-            for c in countries or CAPITALS
-        ]
+        self._problems = [Problem(id=c.lower(), question=f"What is the capital of {c}? End with 'Answer: <city>'.", domain="geography", answer=CAPITALS[c]) for c in countries or CAPITALS]
 
     def problems(self, split: str | None = None) -> list[Problem]:
         return self._problems

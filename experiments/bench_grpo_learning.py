@@ -34,23 +34,23 @@ from __future__ import annotations
 import argparse
 import importlib.resources
 import json
-import tempfile
 import logging
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.envs import EnvSetup
 from conductor_env.agents.baselines import RandomWorkflow
-from conductor_env.agents.training.data import build_dataset
 from conductor_env.agents.model_policy import ModelPolicy
-from conductor_env.agents.training.model import load_tokenizer, resolve_model_path
 from conductor_env.agents.prompts import PROMPTS
+from conductor_env.agents.training.data import build_dataset
+from conductor_env.agents.training.model import load_tokenizer, resolve_model_path
 from conductor_env.agents.training.recipe import GRPORecipe
 from conductor_env.agents.training.reward import REWARD_NAME, EnvFactory
 from conductor_env.agents.training.trainer import build_trainer
 from conductor_env.agents.training.warmstart import domain_preamble, format_warm_start
+from conductor_env.envs import EnvSetup
 from conductor_env.event_loop import run_sync
 
 POOL = Path(str(importlib.resources.files("conductor_env.pools") / "experts.toml"))  # one simulated expert per domain
@@ -111,19 +111,33 @@ def evaluate_model(model, tokenizer, made: EnvFactory, rows, samples: int, max_n
 
 def grpo_recipe(args: argparse.Namespace, model_path: str) -> GRPORecipe:
     """The GRPO part of this run as a recipe (the warm start and held-out scoring are done here)."""
-    return GRPORecipe.from_mapping({
-        "model": {"name": model_path, "prompt": args.prompt, "lora_r": args.lora_r, "lora_alpha": 2 * args.lora_r, "lora_top_layers": args.lora_top_layers},
-        "env": {
-            "id": "Conductor-RG-v0", "pool": str(POOL), "split": "train", "options": {"examples": "none", "show_names": args.show_names},
-            "suite_options": {"datasets": list(DATASETS), "size": 20, "allow_gameable": True}, "balance_domains": args.balance_domains,
+    return GRPORecipe.from_mapping(
+        {
+            "model": {"name": model_path, "prompt": args.prompt, "lora_r": args.lora_r, "lora_alpha": 2 * args.lora_r, "lora_top_layers": args.lora_top_layers},
+            "env": {
+                "id": "Conductor-RG-v0",
+                "pool": str(POOL),
+                "split": "train",
+                "options": {"examples": "none", "show_names": args.show_names},
+                "suite_options": {"datasets": list(DATASETS), "size": 20, "allow_gameable": True},
+                "balance_domains": args.balance_domains,
+            },
+            "grpo": {
+                "max_steps": args.steps,
+                "questions_per_step": args.questions_per_step,
+                "num_generations": args.num_generations,
+                "learning_rate": args.learning_rate,
+                "lr_scheduler_type": "constant_with_warmup",
+                "warmup_ratio": args.lr_warmup_ratio,
+                "max_completion_length": args.max_completion_length,
+                "temperature": args.temperature,
+                "use_vllm": False,
+            },
+            "output_dir": args.out + "_run",
+            "seed": args.seed,
         },
-        "grpo": {
-            "max_steps": args.steps, "questions_per_step": args.questions_per_step, "num_generations": args.num_generations,
-            "learning_rate": args.learning_rate, "lr_scheduler_type": "constant_with_warmup", "warmup_ratio": args.lr_warmup_ratio,
-            "max_completion_length": args.max_completion_length, "temperature": args.temperature, "use_vllm": False,
-        },
-        "output_dir": args.out + "_run", "seed": args.seed,
-    }, where="bench_grpo_learning")
+        where="bench_grpo_learning",
+    )
 
 
 def main() -> None:
@@ -133,7 +147,9 @@ def main() -> None:
     parser.add_argument("--num-generations", type=int, default=4)
     parser.add_argument("--learning-rate", type=float, default=2e-4)
     parser.add_argument(
-        "--lr-warmup-ratio", type=float, default=0.2,
+        "--lr-warmup-ratio",
+        type=float,
+        default=0.2,
         help="fraction of the GRPO steps over which the learning rate ramps up (Adam's first full-size steps otherwise collapse the worker choice)",
     )
     parser.add_argument("--temperature", type=float, default=1.0, help="GRPO sampling temperature (above 1 keeps exploring longer)")
@@ -146,15 +162,21 @@ def main() -> None:
     parser.add_argument("--prompt", default="compact", choices=sorted(PROMPTS), help="Conductor prompt given to the model")
     parser.add_argument("--subtask", default="Solve it.", help="the warm start's step instruction (short: cheap completions)")
     parser.add_argument(
-        "--show-names", action=argparse.BooleanOptionalAction, default=True,
+        "--show-names",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="show the workers' names and descriptions (the env hides them by default, as the paper does)",
     )
     parser.add_argument(
-        "--domain-preamble", action=argparse.BooleanOptionalAction, default=True,
+        "--domain-preamble",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="the warm start writes 'Domain: <domain>.' before the lists (it teaches the format and to name the domain, not the routing)",
     )
     parser.add_argument(
-        "--balance-domains", action=argparse.BooleanOptionalAction, default=True,
+        "--balance-domains",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="every GRPO step sees each domain equally (GRPORecipe.balance_domains)",
     )
     parser.add_argument("--seed", type=int, default=0)
@@ -182,15 +204,18 @@ def main() -> None:
     random_policy = RandomWorkflow(seed=args.seed)
     random_rows = [row for row in eval_rows for _ in range(10)]
     env = held_out()
-    random_actions = random_policy.act(
-        [env.reset(seed=r["episode_seed"], options={"problem_id": r["problem_id"]})[0] for r in random_rows]
-    )
+    random_actions = random_policy.act([env.reset(seed=r["episode_seed"], options={"problem_id": r["problem_id"]})[0] for r in random_rows])
     random_baseline = summarise(play(held_out, random_rows, random_actions))
     print(f"random baseline: mean reward {random_baseline['mean_reward']:.3f}", flush=True)
 
     clock = time.perf_counter()
     warmed = format_warm_start(
-        model_path, train, steps=args.warmup_steps, lora_top_layers=args.lora_top_layers, seed=args.seed, prompt_builder=prompt_builder,
+        model_path,
+        train,
+        steps=args.warmup_steps,
+        lora_top_layers=args.lora_top_layers,
+        seed=args.seed,
+        prompt_builder=prompt_builder,
         subtask=args.subtask,
         preamble=domain_preamble if args.domain_preamble else None,
     )
@@ -198,8 +223,7 @@ def main() -> None:
     start = evaluate_model(warmed, tokenizer, held_out, eval_rows, args.eval_samples, args.max_completion_length)
     start_greedy = evaluate_model(warmed, tokenizer, held_out, eval_rows, 1, args.max_completion_length, temperature=0.0)
     print(
-        f"after the format warm start: parse rate {start['parse_rate']:.2f}, mean reward {start['mean_reward']:.3f} "
-        f"(greedy {start_greedy['mean_reward']:.3f})",
+        f"after the format warm start: parse rate {start['parse_rate']:.2f}, mean reward {start['mean_reward']:.3f} (greedy {start_greedy['mean_reward']:.3f})",
         flush=True,
     )
 
@@ -219,8 +243,7 @@ def main() -> None:
     end = evaluate_model(trainer.model, tokenizer, held_out, eval_rows, args.eval_samples, args.max_completion_length)
     end_greedy = evaluate_model(trainer.model, tokenizer, held_out, eval_rows, 1, args.max_completion_length, temperature=0.0)
     print(
-        f"after {args.steps} GRPO steps: parse rate {end['parse_rate']:.2f}, mean reward {end['mean_reward']:.3f} "
-        f"(greedy {end_greedy['mean_reward']:.3f})",
+        f"after {args.steps} GRPO steps: parse rate {end['parse_rate']:.2f}, mean reward {end['mean_reward']:.3f} (greedy {end_greedy['mean_reward']:.3f})",
         flush=True,
     )
 

@@ -44,15 +44,43 @@ ENV_OPTIONS = {"examples": "none", "show_names": "true", "reward": "cost_aware",
 
 
 def eval_command(
-    out: str, policies: Iterable[str], *, seed: int, n: int, subpool_size: int | None, pool: str = POOL, samples: int = 1, max_rounds: int = 1,
+    out: str,
+    policies: Iterable[str],
+    *,
+    seed: int,
+    n: int,
+    subpool_size: int | None,
+    pool: str = POOL,
+    samples: int = 1,
+    max_rounds: int = 1,
     env_options: Iterable[str] = (),
 ) -> list[str]:
     """The ``conductor-env eval`` command line of the orchestrate recipe's held-out env (``env_options``: more ``KEY=VALUE``)."""
     command = [
-        str(Path(sys.executable).with_name("conductor-env")), "eval", "--env", "Conductor-RG-v0", "--pool", pool,
-        "--split", "validation", "--n", str(n), "--samples", str(samples), "--concurrency", "64", "--seed", str(seed), "--out", out,
-        "--suite-option", f"datasets={json.dumps(list(load_recipe('cpu').settings['env']['suite_options']['datasets']))}", "--suite-option", "size=20",
-        "--suite-option", "allow_gameable=true",  # simulated workers, as the cpu recipe allows them
+        str(Path(sys.executable).with_name("conductor-env")),
+        "eval",
+        "--env",
+        "Conductor-RG-v0",
+        "--pool",
+        pool,
+        "--split",
+        "validation",
+        "--n",
+        str(n),
+        "--samples",
+        str(samples),
+        "--concurrency",
+        "64",
+        "--seed",
+        str(seed),
+        "--out",
+        out,
+        "--suite-option",
+        f"datasets={json.dumps(list(load_recipe('cpu').settings['env']['suite_options']['datasets']))}",
+        "--suite-option",
+        "size=20",
+        "--suite-option",
+        "allow_gameable=true",  # simulated workers, as the cpu recipe allows them
     ]
     options = dict(ENV_OPTIONS)
     if subpool_size is not None:
@@ -114,7 +142,12 @@ def check_closed_form(out: str, *, seed: int = 7, samples: int = 10, pool: str =
     for policy in policies:
         for domain, d in simulated[policy]["domains"].items():
             rewards = d["reward"]
-            rows[f"{policy} / {domain}"] = {"n": d["n"], "simulated": rewards, "closed_form": closed[domain]["baselines"][policy], "difference": round(rewards - closed[domain]["baselines"][policy], 4)}
+            rows[f"{policy} / {domain}"] = {
+                "n": d["n"],
+                "simulated": rewards,
+                "closed_form": closed[domain]["baselines"][policy],
+                "difference": round(rewards - closed[domain]["baselines"][policy], 4),
+            }
     return rows
 
 
@@ -130,11 +163,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--max-rounds", type=int, default=1, help="rounds per episode (2: also print what the second round changed)")
     parser.add_argument("--pool", default=POOL, help="simulated pool preset or .toml path (default: the orchestra pool)")
     parser.add_argument(
-        "--env-option", action="append", default=[], metavar="KEY=VALUE",
-        help="more env options, e.g. exclude_subpools='[[\"flash\",\"solver\"]]' to evaluate on the sub-pools left (repeatable)",
+        "--env-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help='more env options, e.g. exclude_subpools=\'[["flash","solver"]]\' to evaluate on the sub-pools left (repeatable)',
     )
     parser.add_argument(
-        "--paired-with", default=None, metavar="DIR",
+        "--paired-with",
+        default=None,
+        metavar="DIR",
         help="an eval folder of the baselines on the same split: also report each trained policy's per-question gap to each of them, played and in exact expected reward",
     )
     parser.add_argument("--json", default=None)
@@ -153,7 +191,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not_applicable:
         print(f"not applicable on {args.subpool_size}-worker sub-pools (they name a missing id): {', '.join(not_applicable)}")
     policies += [f"llm:{spec.split('=', 1)[1]}" for spec in args.trained]
-    subprocess.run(eval_command(args.out, policies, seed=args.seed, n=args.n, subpool_size=args.subpool_size, pool=args.pool, samples=args.samples, max_rounds=args.max_rounds, env_options=args.env_option), check=True)
+    subprocess.run(
+        eval_command(args.out, policies, seed=args.seed, n=args.n, subpool_size=args.subpool_size, pool=args.pool, samples=args.samples, max_rounds=args.max_rounds, env_options=args.env_option),
+        check=True,
+    )
     results = str(Path(args.out) / "results.jsonl")
     summary = strategy_summary(results, args.pool)
     print(strategy_markdown(summary))

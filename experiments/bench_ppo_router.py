@@ -16,17 +16,17 @@ from __future__ import annotations
 import argparse
 import importlib.resources
 import json
-import tempfile
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.envs import EnvSetup
 from conductor_env.agents.baselines import RandomWorkflow
 from conductor_env.agents.training.sb3 import RoutingEnv
+from conductor_env.envs import EnvSetup
 
 POOL = Path(str(importlib.resources.files("conductor_env.pools") / "experts.toml"))  # one simulated expert per domain
 DATASETS = ["basic_arithmetic", "chain_sum", "letter_counting", "spell_backward", "syllogism", "family_relationships"]

@@ -73,12 +73,18 @@ ROWS: dict[str, tuple[str, dict[str, Any], str | None, int, str]] = {
     "AIME25": ("Conductor-AIME-v0", {"data_files": "aime25.jsonl", "year": 2025}, None, 30, "AIME 2025 I+II"),
     "GPQA-Diamond": ("Conductor-GPQA-v0", {"data_files": "gpqa_diamond.jsonl"}, None, 198, "GPQA-Diamond"),
     "LCB": (
-        "Conductor-LCB-v0", {"data_files": "lcb_release_v1_public_only.jsonl"}, None, 175,
+        "Conductor-LCB-v0",
+        {"data_files": "lcb_release_v1_public_only.jsonl"},
+        None,
+        175,
         "LCB v6 shard (release_v6 minus release_v5); release_v6 whole is 1055",
     ),
     "BigCodeBench": (
-        "Conductor-BigCodeBench-v0", {"data_files": "bigcodebench_v0.1.0_hf.jsonl.gz", "prompt": "instruct"}, None,
-        1140, "BigCodeBench full (hard subset: 148)",
+        "Conductor-BigCodeBench-v0",
+        {"data_files": "bigcodebench_v0.1.0_hf.jsonl.gz", "prompt": "instruct"},
+        None,
+        1140,
+        "BigCodeBench full (hard subset: 148)",
     ),
     "Mix-train": (
         "Conductor-Mix-v0",
@@ -87,7 +93,9 @@ ROWS: dict[str, tuple[str, dict[str, Any], str | None, int, str]] = {
             "recipe": "paper",
             "allow_public_only": True,
         },
-        "train", 51200, "GRPO: 200 steps x 4 questions x 64 samples (episodes, not problems)",
+        "train",
+        51200,
+        "GRPO: 200 steps x 4 questions x 64 samples (episodes, not problems)",
     ),
 }
 
@@ -252,9 +260,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=Path(tempfile.gettempdir()) / "conductor-env-experiments" / "estimate_tokens.json")
     args = parser.parse_args()
 
-    caps = {
-        name: {spec.name: int(spec.max_tokens) for spec in load_pool(name).specs} for name in ("paper", "unconstrained")
-    }
+    caps = {name: {spec.name: int(spec.max_tokens) for spec in load_pool(name).specs} for name in ("paper", "unconstrained")}
     tokenizer = _tokenizer()
     work = Path(tempfile.mkdtemp(prefix="estimate_tokens_"))
     recording = args.recording or work / "recording.jsonl"

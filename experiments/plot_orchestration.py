@@ -44,12 +44,7 @@ def identical_groups(run_dir: str) -> list[float]:
     if not episodes:
         return per_step(run_dir, "frac_reward_zero_std")
     steps = sorted({episode["step"] for episode in episodes})
-    return [
-        identical_group_share(
-            [e["problem_id"] for e in episodes if e["step"] == step], [e["reward"] for e in episodes if e["step"] == step]
-        )
-        for step in steps
-    ]
+    return [identical_group_share([e["problem_id"] for e in episodes if e["step"] == step], [e["reward"] for e in episodes if e["step"] == step]) for step in steps]
 
 
 def subpool_oracle(run_dir: str, pool: str) -> list[float] | None:

@@ -92,8 +92,8 @@ def probe(model_path: str, recipe_name: str = "orchestrate-judge", n: int = 60) 
     import torch
     from transformers import AutoModelForCausalLM
 
-    from conductor_env.agents.training.model import load_tokenizer
     from conductor_env.agents.prompts import chat_messages, prompt_builder_of
+    from conductor_env.agents.training.model import load_tokenizer
     from conductor_env.agents.training.recipes import load_recipe
     from conductor_env.agents.training.reward import EnvFactory
     from conductor_env.agents.training.warmstart import domain_preamble
@@ -171,8 +171,8 @@ def id_copy(
     import torch
     from transformers import AutoModelForCausalLM
 
+    from conductor_env.agents.prompts import prompt_builder_of
     from conductor_env.agents.training.model import load_tokenizer
-    from conductor_env.agents.prompts import chat_messages, prompt_builder_of
     from conductor_env.agents.training.recipes import load_recipe
     from conductor_env.agents.training.reward import EnvFactory
     from conductor_env.agents.training.warmstart import WARM_START_SUBTASK, domain_preamble, warm_start_rows

@@ -26,8 +26,8 @@ from typing import Any
 from conductor_env.sandboxes.base import Limits, SandboxUnavailable
 from conductor_env.sandboxes.image import DEFAULT_IMAGE, docker_client, image_exists
 from conductor_env.sandboxes.pooled_sandbox import RunnerSandbox
-from conductor_env.sandboxes.wire import BOOT
 from conductor_env.sandboxes.warm_pool import RunnerWorker
+from conductor_env.sandboxes.wire import BOOT
 
 logger = logging.getLogger(__name__)
 
@@ -271,10 +271,7 @@ class DockerSandbox(RunnerSandbox):
         self.client = docker_client()
         if not image_exists(self.client, image):
             self.client.close()
-            raise SandboxUnavailable(
-                f"the sandbox image {image!r} is missing: build it with `conductor-env sandbox build` "
-                "(or scripts/setup_sandbox.sh)"
-            )
+            raise SandboxUnavailable(f"the sandbox image {image!r} is missing: build it with `conductor-env sandbox build` (or scripts/setup_sandbox.sh)")
         self.image = image
         base_limits = limits or Limits()
         self.memory_mb = memory_mb or base_limits.memory_mb + 512

@@ -181,9 +181,7 @@ def _isolated_verdict(outcome: dict, record: dict | None, cpu_limit_s: float) ->
     if status == "ok":
         return "pass", ""
     callee_signal = outcome.get("callee_signal")
-    if callee_signal == signal.SIGXCPU or (
-        callee_signal == signal.SIGKILL and outcome.get("callee_cpu_s", 0.0) >= cpu_limit_s - 0.05
-    ):
+    if callee_signal == signal.SIGXCPU or (callee_signal == signal.SIGKILL and outcome.get("callee_cpu_s", 0.0) >= cpu_limit_s - 0.05):
         return "timeout", f"CPU time limit exceeded by the program ({outcome.get('callee_cpu_s', 0.0):.1f}s of CPU)"
     if status == "exception":
         message = _clip(f"{record.get('type', 'Exception')}: {record.get('message', '')}".rstrip(": "), 500)

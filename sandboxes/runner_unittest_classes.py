@@ -14,10 +14,38 @@ from typing import Any
 #: Class members through which an object answers a comparison, a truth test or a conversion
 #: itself: a class the program made with one of them could pass ``assertEqual`` with any value.
 ANSWERING_MEMBERS = frozenset(
-    {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__len__", "__contains__",
-     "__getattr__", "__getattribute__", "__instancecheck__", "__subclasscheck__", "__float__", "__int__",
-     "__index__", "__complex__", "__abs__", "__sub__", "__rsub__", "__round__", "__array__", "__array_ufunc__",
-     "__array_function__", "__iter__", "__getitem__", "__hash__", "__str__", "__repr__", "__format__"}
+    {
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__bool__",
+        "__len__",
+        "__contains__",
+        "__getattr__",
+        "__getattribute__",
+        "__instancecheck__",
+        "__subclasscheck__",
+        "__float__",
+        "__int__",
+        "__index__",
+        "__complex__",
+        "__abs__",
+        "__sub__",
+        "__rsub__",
+        "__round__",
+        "__array__",
+        "__array_ufunc__",
+        "__array_function__",
+        "__iter__",
+        "__getitem__",
+        "__hash__",
+        "__str__",
+        "__repr__",
+        "__format__",
+    }
 )
 
 #: Most items of a returned value that are looked at (containers nested in it included).
@@ -46,8 +74,7 @@ def all_classes(kit: dict) -> dict:
 #: Of :data:`ANSWERING_MEMBERS`, those that no class the program makes may define, whether or
 #: not its objects are returned (they could reach the tests inside a library's object).
 COMPARING_MEMBERS = frozenset(
-    {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__getattr__", "__getattribute__",
-     "__instancecheck__", "__subclasscheck__", "__array_ufunc__", "__array_function__"}
+    {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__getattr__", "__getattribute__", "__instancecheck__", "__subclasscheck__", "__array_ufunc__", "__array_function__"}
 )
 
 
@@ -88,8 +115,7 @@ def library_class(kit: dict, klass: type, checked: frozenset = COMPARING_MEMBERS
         module_name = members.get("__module__")
         if type_(module_name) is not str or module_name in ("__test__", "__main__"):
             return False
-        functions = [value for name, value in kit["proxy_items"](members)
-                     if type_(name) is str and name in checked and type_(value) is kit["function"]]
+        functions = [value for name, value in kit["proxy_items"](members) if type_(name) is str and name in checked and type_(value) is kit["function"]]
         generated = "__dataclass_fields__" in members  # dataclasses compile their methods from text
         own_module = False
         for function in functions:

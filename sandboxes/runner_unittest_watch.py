@@ -30,7 +30,7 @@ WATCHED_MODULES = ("builtins", "unittest", "unittest.case", "unittest.result", "
 #: ``sys`` hooks the interpreter calls by itself (on an unraisable error, an uncaught one ...).
 SYS_HOOKS = ("excepthook", "displayhook", "unraisablehook", "breakpointhook")
 #: The entry point's wrapper: the capitalised names are replaced by objects in its constants.
-_WRAPPER_SOURCE = '''
+_WRAPPER_SOURCE = """
 def wrapper(*args, **kwargs):
     before = "ENTER"()
     try:
@@ -40,7 +40,7 @@ def wrapper(*args, **kwargs):
         raise
     "LEAVE"(before, result)
     return result
-'''
+"""
 
 
 def bind(kit: dict, libraries: tuple, tests: list) -> None:
@@ -166,8 +166,7 @@ def snapshot(kit: dict, watched: list) -> dict:
                 seen[label] = {key: id_(value) for key, value in kit["items"](namespace) if callable_(value)}
             elif mode == CLASS:
                 descriptors = kit["descriptor_types"]
-                seen[label] = {key: id_(value) for key, value in kit["proxy_items"](namespace)
-                               if callable_(value) or type_(value) in descriptors or key in BEHAVING_DATA}
+                seen[label] = {key: id_(value) for key, value in kit["proxy_items"](namespace) if callable_(value) or type_(value) in descriptors or key in BEHAVING_DATA}
             else:
                 seen[label] = dict_(zip_(namespace, map_(id_, namespace.values())))
     seen["sys.modules"] = {label: id_(kit["modules"].get(label)) for label, _namespace, mode in watched if mode == CALLABLES}
@@ -277,10 +276,8 @@ def make_entry_point(kit: dict, target: Any, watched: list, violations: list) ->
     kit["exec"](kit["compile_wrapper"], namespace)
     code = namespace["wrapper"].__code__
     replacements = {"ENTER": enter, "TARGET": target, "LEAVE": leave, "BASE": kit["base_exception"], "NOTHING": nothing}
-    constants = kit["tuple"](replacements.get(constant, constant) if kit["type"](constant) is str else constant
-                             for constant in code.co_consts)
-    wrapper = kit["function"](kit["code_replace"](code, co_consts=constants), {"__builtins__": {}},
-                              kit["as_text"](target.__name__))
+    constants = kit["tuple"](replacements.get(constant, constant) if kit["type"](constant) is str else constant for constant in code.co_consts)
+    wrapper = kit["function"](kit["code_replace"](code, co_consts=constants), {"__builtins__": {}}, kit["as_text"](target.__name__))
     wrapper.__wrapped__ = target  # inspect.signature(task_func) reads the program's function
     kit["append"](kit["tests_phase"], wrapper)
     return wrapper

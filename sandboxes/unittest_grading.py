@@ -84,8 +84,7 @@ def build_tests(tests: Sequence[Mapping[str, Any]]) -> tuple[list[dict], list[st
         raise ValueError("a unittest job's 'prelude' must be Python source")
     if not (isinstance(entry_point, str) and entry_point.isidentifier()):
         raise ValueError("a unittest job's 'entry_point' must be an identifier")
-    test = {"checks": checks, "preload": list(preload), "real_ctypes": bool(tests[0].get("real_ctypes")),
-            "prelude": prelude, "entry_point": entry_point}
+    test = {"checks": checks, "preload": list(preload), "real_ctypes": bool(tests[0].get("real_ctypes")), "prelude": prelude, "entry_point": entry_point}
     return [test], [json.dumps(declared_test_names(checks))]
 
 

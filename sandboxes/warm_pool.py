@@ -281,7 +281,6 @@ class WarmPool:
         self.__init__(state["factory"], state["size"])  # type: ignore[misc]
 
 
-
 def _close_quietly(worker: RunnerWorker) -> None:
     try:
         worker.close()
@@ -289,4 +288,3 @@ def _close_quietly(worker: RunnerWorker) -> None:
         logger.warning("closing sandbox worker %s failed: %s", worker.slot, error)
     finally:
         IDENTITIES.give_back(worker.identity)
-

@@ -26,10 +26,7 @@ def row_field(row: Mapping[str, Any], *names: str, dataset: str = "dataset", ind
         key = lowered.get(name.lower())
         if key is not None and row[key] is not None:
             return row[key]
-    raise SuiteError(
-        f"row {index} of {dataset} has no field {' / '.join(repr(n) for n in names)} "
-        f"(it has {sorted(map(str, row))}); is the file in the dataset's schema?"
-    )
+    raise SuiteError(f"row {index} of {dataset} has no field {' / '.join(repr(n) for n in names)} (it has {sorted(map(str, row))}); is the file in the dataset's schema?")
 
 
 class DatasetSuite(TaskSuite):

@@ -35,7 +35,7 @@ def strip_think(text: str) -> str:
     text = drop_think_blocks(text or "")
     closes = list(THINK_CLOSE.finditer(text))
     if closes:
-        text = text[closes[-1].end():]
+        text = text[closes[-1].end() :]
     opened = THINK_OPEN.search(text)
     if opened:
         text = text[: opened.start()]
@@ -216,8 +216,7 @@ def _explicit_statements(text: str, choices: str) -> list[tuple[int, str]]:
         r"(?:\s{1,8}(?i:is|would\s{1,4}be|should\s{1,4}be|must\s{1,4}be|will\s{1,4}be|then\s{1,4}is))?"
         r"[\s:=*_$]{0,16}"
         r"(?:\\(?:boxed|textbf|text)\{\s{0,4})?"
-        r"(?i:(?:option|choice)\s{1,4})?"
-        + letter
+        r"(?i:(?:option|choice)\s{1,4})?" + letter
     )
     statements: list[tuple[int, str]] = []
     for match in phrase.finditer(text):
@@ -235,9 +234,7 @@ def _box_letter_pattern(choices: str) -> re.Pattern[str]:
     """After spaces: a wrapper's opening (``\\text{``, ``\\textbf{``, ``\\mathrm{``,
     ``\\mathbf{``), or a letter with an optional ``(...)``, then the end or one of ``.):``."""
     letters = re.escape(choices.upper())
-    return re.compile(
-        rf"\s*(?:(?P<wrapper>\\(?:text|textbf|mathrm|mathbf)\{{)|\(?(?P<letter>[{letters}])\)?(?:[.):]|\s*\Z))"
-    )
+    return re.compile(rf"\s*(?:(?P<wrapper>\\(?:text|textbf|mathrm|mathbf)\{{)|\(?(?P<letter>[{letters}])\)?(?:[.):]|\s*\Z))")
 
 
 def _letter_in_box(text: str, start: int, end: int, pattern: re.Pattern[str]) -> str | None:

@@ -53,11 +53,7 @@ RELEASES: dict[str, list[str]] = {
     **{f"release_v{n}": _SHARDS[:n] for n in range(1, len(_SHARDS) + 1)},
     "release_latest": list(_SHARDS),
     **{f"v{n}": [_SHARDS[n - 1]] for n in range(1, len(_SHARDS) + 1)},
-    **{
-        f"v{a}_v{b}": _SHARDS[a - 1 : b]
-        for a in range(1, len(_SHARDS) + 1)
-        for b in range(a + 1, len(_SHARDS) + 1)
-    },
+    **{f"v{a}_v{b}": _SHARDS[a - 1 : b] for a in range(1, len(_SHARDS) + 1) for b in range(a + 1, len(_SHARDS) + 1)},
 }
 
 _REQUIRED_FIELDS = ("question_id", "question_content", "public_test_cases")
@@ -142,10 +138,7 @@ def row_to_problem(row: Mapping[str, Any], index: int, has_private: bool) -> Par
     """
     missing = [key for key in _REQUIRED_FIELDS if key not in row]
     if missing:
-        raise SuiteError(
-            f"LiveCodeBench row {index} lacks {', '.join(missing)}; rows need the "
-            f"{HUB_DATASET} schema (question_id, question_content, public_test_cases, ...)"
-        )
+        raise SuiteError(f"LiveCodeBench row {index} lacks {', '.join(missing)}; rows need the {HUB_DATASET} schema (question_id, question_content, public_test_cases, ...)")
     question_id = str(row["question_id"])
     try:
         public = as_tests(_json_field(row, "public_test_cases", []), "public_test_cases")
@@ -166,10 +159,7 @@ def row_to_problem(row: Mapping[str, Any], index: int, has_private: bool) -> Par
         except ValueError as error:
             raise SuiteError(f"LiveCodeBench row {question_id!r}: contest_date {raw_date!r} is not an ISO date") from error
     title = str(row.get("question_title") or question_id)
-    question = (
-        f"### {title}\n\n{str(row['question_content']).strip()}\n\n"
-        f"### Format\n{_format_instruction(starter_code, func_name)}"
-    )
+    question = f"### {title}\n\n{str(row['question_content']).strip()}\n\n### Format\n{_format_instruction(starter_code, func_name)}"
     problem = Problem(
         id=question_id,
         question=question,
@@ -255,10 +245,7 @@ class HubRows(RowSource):
         except Exception as error:  # huggingface_hub and datasets raise many types
             offline_note = " (HF_HUB_OFFLINE is set and it is not in the cache)" if hub_offline() else ""
             message = str(error).split("\n")[0][:300]
-            raise SuiteError(
-                f"cannot load {where} from the Hugging Face hub{offline_note}: {type(error).__name__}: {message}. "
-                + hub_help(HUB_DATASET, ENV_ID)
-            ) from error
+            raise SuiteError(f"cannot load {where} from the Hugging Face hub{offline_note}: {type(error).__name__}: {message}. " + hub_help(HUB_DATASET, ENV_ID)) from error
         columns = set(table.column_names)
         self._table = table.remove_columns(["private_test_cases"]) if "private_test_cases" in columns else table
         self._private = table.select_columns(["private_test_cases"]) if "private_test_cases" in columns else None

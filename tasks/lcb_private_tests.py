@@ -53,10 +53,7 @@ def _string_from_pickle(raw: bytes) -> str:
                 found = argument
             elif opcode.name not in _HARMLESS_OPCODES:
                 detail = f" {argument!r}" if argument is not None else ""
-                raise PrivateTestsError(
-                    f"refused pickle opcode {opcode.name}{detail} at byte {position}: private tests "
-                    "must be a pickled plain string, and this payload could run code"
-                )
+                raise PrivateTestsError(f"refused pickle opcode {opcode.name}{detail} at byte {position}: private tests must be a pickled plain string, and this payload could run code")
     except PrivateTestsError:
         raise
     except Exception as error:  # genops raises ValueError and friends on truncated input

@@ -40,10 +40,7 @@ _probe_cache: dict[str, tuple[float, str | None]] = {}
 
 def hub_offline() -> bool:
     """Whether the hub is switched off (``HF_HUB_OFFLINE`` or ``HF_DATASETS_OFFLINE`` truthy)."""
-    return any(
-        os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
-        for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-    )
+    return any(os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"} for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
 
 
 def _library_offline() -> bool:
@@ -112,10 +109,7 @@ def _hub_help(dataset: str, env_id: str | None, gated: bool) -> str:
         "or set HF_HUB_OFFLINE=1 to use a copy already in the datasets cache.",
     ]
     if gated:
-        lines.append(
-            f"{dataset!r} is gated on the hub: accept its terms on its hub page, then "
-            "authenticate with `huggingface-cli login` (or `hf auth login`) or set HF_TOKEN."
-        )
+        lines.append(f"{dataset!r} is gated on the hub: accept its terms on its hub page, then authenticate with `huggingface-cli login` (or `hf auth login`) or set HF_TOKEN.")
     return " ".join(lines)
 
 
@@ -152,17 +146,13 @@ def load_rows(
     if data_files is not None:
         if isinstance(data_files, Mapping):
             if split not in data_files:
-                raise SuiteError(
-                    f"data_files for {dataset!r} has no split {split!r} (it has {sorted(data_files)})"
-                )
+                raise SuiteError(f"data_files for {dataset!r} has no split {split!r} (it has {sorted(data_files)})")
             data_files = data_files[split]
         return read_data_files(data_files, dataset=dataset)
     return _load_from_hub(dataset, config=config, split=split, revision=revision, gated=gated, env_id=env_id)
 
 
-def _load_from_hub(
-    dataset: str, *, config: str | None, split: str, revision: str | None, gated: bool, env_id: str | None
-) -> list[dict[str, Any]]:
+def _load_from_hub(dataset: str, *, config: str | None, split: str, revision: str | None, gated: bool, env_id: str | None) -> list[dict[str, Any]]:
     name = dataset + (f" (config {config!r}, split {split!r})" if config else f" (split {split!r})")
     ensure_hub_reachable(name, dataset=dataset, env_id=env_id, gated=gated)
     try:
@@ -175,10 +165,7 @@ def _load_from_hub(
         message = str(error).split("\n")[0][:300]
         is_gated = gated or "gated" in message.lower() or "authenticat" in message.lower()
         offline_note = " (HF_HUB_OFFLINE is set and it is not in the cache)" if hub_offline() else ""
-        raise SuiteError(
-            f"cannot load {name} from the Hugging Face hub{offline_note}: "
-            f"{type(error).__name__}: {message}. " + _hub_help(dataset, env_id, is_gated)
-        ) from error
+        raise SuiteError(f"cannot load {name} from the Hugging Face hub{offline_note}: {type(error).__name__}: {message}. " + _hub_help(dataset, env_id, is_gated)) from error
     return [dict(row) for row in loaded]
 
 
@@ -221,10 +208,7 @@ def _read_file(path: Path, dataset: str) -> list[dict[str, Any]]:
 
             return pyarrow.parquet.read_table(path).to_pylist()
         if kind not in {".jsonl", ".ndjson", ".json", ".csv"}:
-            raise SuiteError(
-                f"data file {path} for {dataset!r} has an unknown format; "
-                "use .jsonl, .json, .csv (optionally .gz) or .parquet"
-            )
+            raise SuiteError(f"data file {path} for {dataset!r} has an unknown format; use .jsonl, .json, .csv (optionally .gz) or .parquet")
         with _open_text(path, compressed) as handle:
             if kind == ".csv":
                 return [dict(row) for row in csv.DictReader(handle)]

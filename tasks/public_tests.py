@@ -135,8 +135,7 @@ def _check_unverified(suite: TaskSuite, problems: Sequence[Problem], what: str) 
     if not flagged:
         return
     consequence = (
-        f"{what} holds {len(flagged)} unverified problem(s) ({_examples(flagged)}): their tests run where the "
-        "program can reach raw memory (the real ctypes), so a program could forge its verdict"
+        f"{what} holds {len(flagged)} unverified problem(s) ({_examples(flagged)}): their tests run where the program can reach raw memory (the real ctypes), so a program could forge its verdict"
     )
     if not getattr(suite, UNVERIFIED_OPT_IN, False):
         raise PublicOnlyError(
@@ -146,4 +145,3 @@ def _check_unverified(suite: TaskSuite, problems: Sequence[Problem], what: str) 
     if suite not in _warned_unverified:
         _warned_unverified.add(suite)
         warnings.warn(f"{consequence}; allowed by {UNVERIFIED_OPT_IN}=True.", PublicOnlyWarning, stacklevel=3)
-

@@ -174,13 +174,7 @@ def test_the_cycle_check_finds_a_cycle():
 
 
 def test_policies_never_import_training():
-    wrong = [
-        f"{module} imports {target}"
-        for module, targets in GRAPH.items()
-        if _layer(module) == "conductor_env.agents"
-        for target in targets
-        if _layer(target) == "conductor_env.agents.training"
-    ]
+    wrong = [f"{module} imports {target}" for module, targets in GRAPH.items() if _layer(module) == "conductor_env.agents" for target in targets if _layer(target) == "conductor_env.agents.training"]
     assert not wrong, "policies import the training wing:\n" + "\n".join(sorted(wrong))
 
 

@@ -30,10 +30,10 @@ from conductor_env.agents.training.data import build_dataset
 from conductor_env.agents.training.model import load_tokenizer, lora_config, resolve_model_path, score_only_completions_on_cpu
 from conductor_env.agents.training.recipe import EnvSettings, GRPORecipe, GRPOSettings, HeldOutSettings, ModelSettings, RecipeError, WarmStartSettings
 from conductor_env.agents.training.recipes import RecipeFile, load_recipe, recipe_names
-from conductor_env.agents.training.trl_config import grpo_config
 from conductor_env.agents.training.reward import REWARD_NAME, ConductorReward, EnvFactory, EpisodeRecord, completion_text
 from conductor_env.agents.training.saving import GRPORun, conductor_config, logged_rewards, save_conductor
 from conductor_env.agents.training.trainer import build_trainer, train_grpo
+from conductor_env.agents.training.trl_config import grpo_config
 
 __all__ = [
     "AdapterReport",

@@ -66,14 +66,8 @@ class AdapterReport:
         """Returns the report in one line."""
         ranks = sorted(set(self.ranks.values()))
         shown = str(ranks[0]) if len(ranks) == 1 else f"{ranks[0]}-{ranks[-1]}"
-        return (
-            f"LoRA adapter for {self.base}: {len(self.ranks)} modules, rank {shown}, "
-            f"{self.bytes_written / 1e6:.1f} MB -> {self.out_dir} (max reconstruction error {self.max_abs_error:.2e})"
-            + (
-                f"; TRUNCATED {len(self.truncated)} modules, dropping up to {max(self.truncated.values()):.1%} of a delta's norm"
-                if self.truncated
-                else ""
-            )
+        return f"LoRA adapter for {self.base}: {len(self.ranks)} modules, rank {shown}, {self.bytes_written / 1e6:.1f} MB -> {self.out_dir} (max reconstruction error {self.max_abs_error:.2e})" + (
+            f"; TRUNCATED {len(self.truncated)} modules, dropping up to {max(self.truncated.values()):.1%} of a delta's norm" if self.truncated else ""
         )
 
 

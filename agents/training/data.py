@@ -120,12 +120,7 @@ def _round_robin_by_domain(env: ConductorEnv, problem_ids: Sequence[str], seed: 
     check_domain_weights(weights)
     rounds = max(-(-len(ids) // weights.get(domain, 1)) for domain, ids in by_domain.items())
     streams = {domain: _reshuffled_cycle(ids, order) for domain, ids in sorted(by_domain.items())}
-    return [
-        problem_id
-        for _ in range(rounds)
-        for domain, stream in streams.items()
-        for problem_id in itertools.islice(stream, weights.get(domain, 1))
-    ]
+    return [problem_id for _ in range(rounds) for domain, stream in streams.items() for problem_id in itertools.islice(stream, weights.get(domain, 1))]
 
 
 def _reshuffled_cycle(ids: Sequence[str], order: random.Random) -> Any:

@@ -73,11 +73,7 @@ def evaluate_heldout(policy: Policy, factory: EnvFactory, questions: Sequence[He
         batcher = PolicyBatcher(policy)
         envs = [factory() for _ in batch]
         try:
-            return list(
-                await asyncio.gather(
-                    *(play(env, batcher, seed=q.episode_seed, reset_options={"problem_id": q.problem_id}) for env, q in zip(envs, batch))
-                )
-            )
+            return list(await asyncio.gather(*(play(env, batcher, seed=q.episode_seed, reset_options={"problem_id": q.problem_id}) for env, q in zip(envs, batch))))
         finally:
             for env in envs:
                 env.close()

@@ -69,8 +69,7 @@ def check_completion_length(recipe: GRPORecipe, tokenizer: Any | None = None) ->
     limit = recipe.grpo.max_completion_length
     if limit < needed:
         raise RecipeError(
-            f"--max-completion-length {limit} is shorter than any workflow ({needed} tokens): "
-            f"every completion would be cut off and score 0; pass --max-completion-length {needed + 6} or more"
+            f"--max-completion-length {limit} is shorter than any workflow ({needed} tokens): every completion would be cut off and score 0; pass --max-completion-length {needed + 6} or more"
         )
 
 
@@ -99,10 +98,7 @@ def check_machine(recipe: GRPORecipe, *, cuda: bool, requires: Iterable[str] = (
     if not model_on_disk(model) and "/" in model and not Path(model).expanduser().exists():
         why = _hub_unreachable(model)
         if why is not None:
-            raise RecipeError(
-                f"model {model!r} is not on this machine and cannot be downloaded: {why}; "
-                f"download it first (huggingface-cli download {model}) or pass --model <folder>"
-            )
+            raise RecipeError(f"model {model!r} is not on this machine and cannot be downloaded: {why}; download it first (huggingface-cli download {model}) or pass --model <folder>")
 
 
 def _hub_unreachable(model: str) -> str | None:

@@ -198,7 +198,11 @@ class StepBar:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self._progress = Progress(
-            TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[figures]}"),
+            TextColumn(label),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[figures]}"),
             console=console or Console(stderr=True),
         )
         self._task = self._progress.add_task(label, total=total, figures="")

@@ -45,12 +45,13 @@ def _help(text: str, **more: Any) -> dict[str, Any]:
 class ModelSettings:
     """The Conductor model, how it is prompted and how it is adapted."""
 
-    name: str = field(default="gemma3-270m", metadata=_help(
-        "local model name (see `conductor-env models`), model folder, LoRA adapter folder (merged into its base once) or hub id",
-        flag="--model"))
-    prompt: str = field(default="full", metadata=_help(
-        "the env's Conductor prompt (full), a compact one for small models after a format warm start (compact), "
-        "or compact with each worker's id after its name (roster)", choices=sorted(PROMPTS)))
+    name: str = field(default="gemma3-270m", metadata=_help("local model name (see `conductor-env models`), model folder, LoRA adapter folder (merged into its base once) or hub id", flag="--model"))
+    prompt: str = field(
+        default="full",
+        metadata=_help(
+            "the env's Conductor prompt (full), a compact one for small models after a format warm start (compact), or compact with each worker's id after its name (roster)", choices=sorted(PROMPTS)
+        ),
+    )
     lora_r: int = field(default=0, metadata=_help("LoRA rank, 0: full fine-tuning"))
     lora_alpha: int = field(default=32, metadata=_help("LoRA alpha"))
     lora_top_layers: int | None = field(default=None, metadata=_help("adapt only the top N layers (cheaper on a CPU; none: all)"))
@@ -63,15 +64,13 @@ class EnvSettings:
     id: str = field(default="Conductor-RG-v0", metadata=_help("gym id (Conductor-RG-v0, ...) or suite name", flag="--env"))
     pool: str = field(default="simulated", metadata=_help("worker pool preset or .toml path"))
     split: str = field(default="train", metadata=_help("training split"))
-    options: dict[str, Any] = field(default_factory=dict, metadata=_help(
-        "ConductorEnv option, e.g. max_rounds=2 (repeatable; JSON values; added to the recipe's)", flag="--env-option"))
-    suite_options: dict[str, Any] = field(default_factory=dict, metadata=_help(
-        "task-suite option, e.g. size=20 (repeatable; JSON values; added to the recipe's)", flag="--suite-option"))
+    options: dict[str, Any] = field(default_factory=dict, metadata=_help("ConductorEnv option, e.g. max_rounds=2 (repeatable; JSON values; added to the recipe's)", flag="--env-option"))
+    suite_options: dict[str, Any] = field(default_factory=dict, metadata=_help("task-suite option, e.g. size=20 (repeatable; JSON values; added to the recipe's)", flag="--suite-option"))
     problems: int | None = field(default=None, metadata=_help("use at most this many problems of the split (none: all)"))
-    balance_domains: bool = field(default=False, metadata=_help(
-        "feed each step every domain equally (round-robin order, no shuffle; not in the paper)"))
-    domain_weights: dict[str, int] = field(default_factory=dict, metadata=_help(
-        "with balance_domains, N questions of DOMAIN per round-robin round instead of 1 (repeatable DOMAIN=N)", flag="--domain-weight"))
+    balance_domains: bool = field(default=False, metadata=_help("feed each step every domain equally (round-robin order, no shuffle; not in the paper)"))
+    domain_weights: dict[str, int] = field(
+        default_factory=dict, metadata=_help("with balance_domains, N questions of DOMAIN per round-robin round instead of 1 (repeatable DOMAIN=N)", flag="--domain-weight")
+    )
 
     def setup(self, split: str | None = None) -> EnvSetup:
         """Returns the :class:`EnvSetup` of these settings, on ``split`` (default: :attr:`split`).
@@ -93,26 +92,21 @@ class GRPOSettings:
     max_steps: int = field(default=200, metadata=_help("optimizer steps"))
     questions_per_step: int = field(default=4, metadata=_help("distinct questions per step"))
     num_generations: int = field(default=64, metadata=_help("samples per question, the GRPO group"))
-    per_device_batch_size: int | None = field(default=None, metadata=_help(
-        "completions per forward/backward pass (none: the largest divisor of the step's batch up to 8)"))
+    per_device_batch_size: int | None = field(default=None, metadata=_help("completions per forward/backward pass (none: the largest divisor of the step's batch up to 8)"))
     learning_rate: float = field(default=1e-6, metadata=_help("learning rate"))
     lr_scheduler_type: str = field(default="cosine", metadata=_help("learning-rate schedule (a transformers scheduler name)"))
     warmup_ratio: float = field(default=0.03, metadata=_help("share of the steps spent warming the learning rate up"))
     epsilon: float = field(default=0.2, metadata=_help("PPO-style clip range"))
     beta: float = field(default=0.0, metadata=_help("KL coefficient (0: no reference model)"))
     loss_type: str = field(default="bnpo", metadata=_help("TRL loss aggregation"))
-    scale_rewards: str = field(default="group", metadata=_help("divide advantages by each group's spread, the batch's, or none",
-                                                               choices=["group", "batch", "none"]))
+    scale_rewards: str = field(default="group", metadata=_help("divide advantages by each group's spread, the batch's, or none", choices=["group", "batch", "none"]))
     max_completion_length: int = field(default=1024, metadata=_help("Conductor output limit in tokens"))
     temperature: float = field(default=1.0, metadata=_help("sampling temperature of the Conductor"))
-    reward_draws: int = field(default=1, metadata=_help(
-        "episodes per completion with independent worker samples, rewarded with their mean (cheap only on simulated pools)"))
-    use_vllm: bool | None = field(default=None, metadata=_help(
-        "generate with vLLM, colocated (none: when CUDA and vLLM are present)", flag="--vllm"))
+    reward_draws: int = field(default=1, metadata=_help("episodes per completion with independent worker samples, rewarded with their mean (cheap only on simulated pools)"))
+    use_vllm: bool | None = field(default=None, metadata=_help("generate with vLLM, colocated (none: when CUDA and vLLM are present)", flag="--vllm"))
     logging_steps: int = field(default=1, metadata=_help("log every N steps"))
     save_steps: int = field(default=0, metadata=_help("checkpoint every N steps (0: the final model only)"))
-    trainer_options: dict[str, Any] = field(default_factory=dict, metadata=_help(
-        "extra trl.GRPOConfig field (repeatable KEY=VALUE; JSON values)", flag="--trainer-option"))
+    trainer_options: dict[str, Any] = field(default_factory=dict, metadata=_help("extra trl.GRPOConfig field (repeatable KEY=VALUE; JSON values)", flag="--trainer-option"))
 
 
 @dataclass
@@ -124,11 +118,9 @@ class WarmStartSettings:
     lr: float = field(default=1e-3, metadata=_help("learning rate of the warm start"))
     subtask: str | None = field(default=None, metadata=_help("the targets' one instruction (none: the warm start's default)"))
     preamble: bool = field(default=False, metadata=_help("targets start with 'Domain: <domain>.'"))
-    shapes: str | None = field(default=None, metadata=_help(
-        "targets of a named set of workflow shapes instead of one call to each worker", choices=sorted(WARM_START_SHAPES)))
+    shapes: str | None = field(default=None, metadata=_help("targets of a named set of workflow shapes instead of one call to each worker", choices=sorted(WARM_START_SHAPES)))
     plan: bool = field(default=False, metadata=_help("targets name their workers ('Plan: name=id, ...') before the lists"))
-    plan_order: str = field(default="steps", metadata=_help(
-        "the plan names the workers in step order, or the answering worker first", choices=list(PLAN_ORDERS)))
+    plan_order: str = field(default="steps", metadata=_help("the plan names the workers in step order, or the answering worker first", choices=list(PLAN_ORDERS)))
     all_layers: bool = field(default=False, metadata=_help("the warm start adapts every layer, whatever lora_top_layers says"))
     id_orders: int = field(default=1, metadata=_help("episodes per question, each under its own random sub-pool order"))
 

@@ -213,10 +213,7 @@ class ConductorReward:
         """Returns one reward per completion (``None`` for an infra error)."""
         actions = [completion_text(c) for c in completions]
         if not (len(actions) == len(problem_id) == len(episode_seed)):
-            raise ValueError(
-                "ConductorReward needs the dataset columns problem_id and episode_seed for every completion; "
-                "build the dataset with conductor_env.agents.training.build_dataset"
-            )
+            raise ValueError("ConductorReward needs the dataset columns problem_id and episode_seed for every completion; build the dataset with conductor_env.agents.training.build_dataset")
         outcomes = self._play_draws(actions, [str(p) for p in problem_id], [int(s) for s in episode_seed])
         step = self._calls
         self._calls += 1
@@ -250,10 +247,14 @@ class ConductorReward:
         followup = PolicyBatcher(self.followup) if self.followup is not None else None
 
         async def play_all() -> list[PlayedEpisode]:
-            return list(await asyncio.gather(*(
-                play(env, followup, seed=seed, reset_options=_reset_options(pid, draw), first_action=action, max_actions=self.max_followups + 1)
-                for env, (action, pid, seed, draw) in zip(envs, jobs)
-            )))
+            return list(
+                await asyncio.gather(
+                    *(
+                        play(env, followup, seed=seed, reset_options=_reset_options(pid, draw), first_action=action, max_actions=self.max_followups + 1)
+                        for env, (action, pid, seed, draw) in zip(envs, jobs)
+                    )
+                )
+            )
 
         return [self._outcome(played) for played in run_sync(play_all())]
 

@@ -60,9 +60,6 @@ class GRPORun:
         }
 
 
-
-
-
 def conductor_config(recipe: GRPORecipe) -> dict[str, Any]:
     """Returns what a saved Conductor needs to act as it was trained: its prompt and output limit,
     and the env it was trained against (for the ``conductor-env eval`` line)."""

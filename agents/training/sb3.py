@@ -60,10 +60,7 @@ def _fixed_pool_size(env: ConductorEnv) -> int:
         return min(size, len(env.pool))
     low, high = size
     if low != high:
-        raise ValueError(
-            f"RoutingEnv needs a fixed number of shown workers, but subpool_size={size!r} varies it; "
-            "use subpool_size=None or an int"
-        )
+        raise ValueError(f"RoutingEnv needs a fixed number of shown workers, but subpool_size={size!r} varies it; use subpool_size=None or an int")
     return min(low, len(env.pool))
 
 

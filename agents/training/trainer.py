@@ -19,16 +19,16 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from conductor_env.agents.base import Policy
-from conductor_env.agents.training.data import build_dataset
 from conductor_env.agents.model_policy import ModelPolicy
-from conductor_env.agents.training.model import load_tokenizer, lora_config, resolve_model_path, score_only_completions_on_cpu
 from conductor_env.agents.prompts import prompt_builder_of
+from conductor_env.agents.training.data import build_dataset
 from conductor_env.agents.training.heldout import heldout_questions
+from conductor_env.agents.training.model import load_tokenizer, lora_config, resolve_model_path, score_only_completions_on_cpu
 from conductor_env.agents.training.recipe import GRPORecipe
-from conductor_env.agents.training.trl_config import grpo_config
-from conductor_env.envs.setup import EnvSetup
 from conductor_env.agents.training.reward import EPISODES_FILE, ConductorReward, EnvFactory
 from conductor_env.agents.training.saving import GRPORun, logged_rewards, save_conductor, write_conductor_config
+from conductor_env.agents.training.trl_config import grpo_config
+from conductor_env.envs.setup import EnvSetup
 
 logger = logging.getLogger(__name__)
 
@@ -297,15 +297,17 @@ def _evaluate_heldout(trainer: Any, recipe: GRPORecipe, heldout_factory: EnvFact
 
     assert recipe.heldout is not None
     policy = ModelPolicy(
-        trainer.model, trainer.processing_class, max_new_tokens=recipe.grpo.max_completion_length,
-        temperature=recipe.grpo.temperature, name="trained-model", prompt_builder=prompt_builder_of(recipe.model.prompt),
+        trainer.model,
+        trainer.processing_class,
+        max_new_tokens=recipe.grpo.max_completion_length,
+        temperature=recipe.grpo.temperature,
+        name="trained-model",
+        prompt_builder=prompt_builder_of(recipe.model.prompt),
     )
     return evaluate_heldout(policy, heldout_factory, rows, samples=recipe.heldout.samples)
 
 
-def _save_run(
-    trainer: Any, reward: ConductorReward, recipe: GRPORecipe, *, before: Any, after: Any, bar: Any, interrupted: int | None = None, adapter_base: str | None = None
-) -> GRPORun:
+def _save_run(trainer: Any, reward: ConductorReward, recipe: GRPORecipe, *, before: Any, after: Any, bar: Any, interrupted: int | None = None, adapter_base: str | None = None) -> GRPORun:
     """Saves the trained Conductor, draws the reward curve and writes ``rewards.json``."""
     output = Path(recipe.output_dir)
     final_dir = output / "final"

@@ -21,8 +21,8 @@ import time
 from typing import Any, Callable
 
 from conductor_env.agents.baselines import build_workflow, worker_ids
-from conductor_env.agents.training.model import load_tokenizer, lora_config
 from conductor_env.agents.prompts import PromptBuilder, chat_messages, full_prompt
+from conductor_env.agents.training.model import load_tokenizer, lora_config
 from conductor_env.agents.training.reward import EnvFactory
 from conductor_env.agents.workflow_shapes import PLAN_ORDERS, WARM_START_SHAPES, Shape, plan_text, shape_label
 

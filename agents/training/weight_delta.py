@@ -100,10 +100,7 @@ def weight_deltas(model_dir: Path, base_dir: Path, linear_weights: set[str]) -> 
     for name in sorted(trained_files):
         trained, base = _read(trained_files, name), _read(base_files, name)
         if trained.shape != base.shape or trained.dtype != base.dtype:
-            raise ValueError(
-                f"tensor {name} is {trained.dtype} {tuple(trained.shape)} in {model_dir} but "
-                f"{base.dtype} {tuple(base.shape)} in the base: not a fine-tune of it a LoRA adapter can hold"
-            )
+            raise ValueError(f"tensor {name} is {trained.dtype} {tuple(trained.shape)} in {model_dir} but {base.dtype} {tuple(base.shape)} in the base: not a fine-tune of it a LoRA adapter can hold")
         if torch.equal(trained, base):
             continue
         if name in linear_weights:
@@ -141,9 +138,7 @@ class LowRank(NamedTuple):
     dropped: float
 
 
-def low_rank_factors(
-    change: WeightDelta, name: str, *, max_rank: int, rtol: float = RANK_RTOL, truncate: bool = False
-) -> LowRank:
+def low_rank_factors(change: WeightDelta, name: str, *, max_rank: int, rtol: float = RANK_RTOL, truncate: bool = False) -> LowRank:
     """Factors a weight delta as ``B @ A`` with a truncated SVD.
 
     The rank is the number of singular values above both ``rtol`` times the largest and the
@@ -173,8 +168,7 @@ def low_rank_factors(
     rank = int((s > tolerance).sum())
     if rank > max_rank and not truncate:
         raise ValueError(
-            f"tensor {name} differs from the base by a matrix of rank {rank} (singular values above "
-            f"{tolerance:.1e}), above --max-rank {max_rank}: a LoRA adapter of that rank cannot hold it"
+            f"tensor {name} differs from the base by a matrix of rank {rank} (singular values above {tolerance:.1e}), above --max-rank {max_rank}: a LoRA adapter of that rank cannot hold it"
         )
     kept = min(rank, max_rank)
     dropped = float(s[kept:rank].square().sum().sqrt() / s.square().sum().sqrt()) if kept < rank else 0.0

@@ -39,8 +39,16 @@ DEMO_WORKER_MAX_TOKENS = 64
 #: Part 2: the trained Conductor and every fixed baseline that fits 3 steps on the orchestra-judge pool.
 ORCHESTRA_CONDUCTOR = "llm:orchestra-judge-gemma3-270m"
 ORCHESTRA_BASELINES: tuple[str, ...] = (
-    "single:0", "single:1", "single:2", "random", "template:plan-solve-verify", "template:parallel-judge:2",
-    "reflect:0:3", "reflect:1:3", "reflect:2:3", "moa:2",
+    "single:0",
+    "single:1",
+    "single:2",
+    "random",
+    "template:plan-solve-verify",
+    "template:parallel-judge:2",
+    "reflect:0:3",
+    "reflect:1:3",
+    "reflect:2:3",
+    "moa:2",
 )
 #: Held-out questions of part 2 (20 per domain; the simulated workers answer at once, the
 #: Conductor's replies are batched).
@@ -70,7 +78,10 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sandbox", choices=SANDBOXES, default=None, help="where generated code runs (default: auto)")
     parser.add_argument("--worker-max-tokens", type=int, default=DEMO_WORKER_MAX_TOKENS, metavar="T", help=f"output tokens per worker call (default {DEMO_WORKER_MAX_TOKENS})")
     parser.add_argument(
-        "--orchestra-n", type=int, default=ORCHESTRA_N, metavar="N",
+        "--orchestra-n",
+        type=int,
+        default=ORCHESTRA_N,
+        metavar="N",
         help=f"held-out questions of part 2, the trained Conductor against the baselines on the orchestra-judge pool (default {ORCHESTRA_N}; 0 skips it)",
     )
 

@@ -48,7 +48,9 @@ def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy-option", action="append", default=[], metavar="KEY=VALUE", help="policy option for make_policy, e.g. seed=3 (repeatable)")
     parser.add_argument("--retry-errors", action="store_true", help="on resume, rerun episodes that ended with an infrastructure error")
     parser.add_argument(
-        "--ray", default=None, metavar="ADDRESS",
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
         help="run the episodes in Ray actors: auto (the cluster `ray start` made here), HOST:PORT of a head node, or local (needs the ray extra)",
     )
     parser.add_argument("--ray-workers", type=int, default=2, metavar="N", help="episode actors with --ray (default 2); --concurrency episodes are spread over them")
@@ -59,8 +61,7 @@ def register(subparsers: Any) -> None:
     evaluate = subparsers.add_parser(
         "eval",
         help="evaluate policies on a suite and a pool (resumable)",
-        description="Runs N problems per policy concurrently, appending each finished episode to DIR/results.jsonl; "
-        "rerun with the same arguments to resume. Ends with a table per policy.",
+        description="Runs N problems per policy concurrently, appending each finished episode to DIR/results.jsonl; rerun with the same arguments to resume. Ends with a table per policy.",
         epilog=_policy_grammar(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,8 +1,8 @@
 """``conductor-env models``: export and list the offline local models.
 
-    conductor-env models export gemma3-270m DIR    # build a safetensors folder at DIR, print it
-    conductor-env models export gemma3-270m        # the same into the cache (done once)
-    conductor-env models list                      # known models and where they are cached
+conductor-env models export gemma3-270m DIR    # build a safetensors folder at DIR, print it
+conductor-env models export gemma3-270m        # the same into the cache (done once)
+conductor-env models list                      # known models and where they are cached
 """
 
 from __future__ import annotations

@@ -32,12 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Builds an image the docker backend runs: debian slim + the variant's Debian "
         "packages from a registry when one is reachable, otherwise a debootstrap of a minimal Debian "
         "with them from this machine's Debian mirror, loaded with `docker import` (needs root). "
-        "Variants: "
-        + "; ".join(
-            f"{v.name} ({v.tag}, {len(v.packages)} Debian packages"
-            + (f", {len(v.pip_packages)} pinned pip requirements)" if v.pip_packages else ")")
-            for v in VARIANTS.values()
-        ),
+        "Variants: " + "; ".join(f"{v.name} ({v.tag}, {len(v.packages)} Debian packages" + (f", {len(v.pip_packages)} pinned pip requirements)" if v.pip_packages else ")") for v in VARIANTS.values()),
     )
     build.add_argument(
         "--variant",
@@ -58,9 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _build(args: argparse.Namespace) -> int:
     """Handler of ``conductor-env sandbox build``."""
     try:
-        tag = build_image(
-            args.tag, variant=args.variant, force=args.force, offline=True if args.offline else None, log=print
-        )
+        tag = build_image(args.tag, variant=args.variant, force=args.force, offline=True if args.offline else None, log=print)
     except SandboxUnavailable as error:
         print(f"conductor-env sandbox build: error: {error}")
         return 1

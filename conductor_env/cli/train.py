@@ -69,12 +69,15 @@ def register(subparsers: Any) -> None:
         description=_DESCRIPTION,
     )
     grpo.add_argument(
-        "--recipe", default=None, metavar="NAME|FILE",
+        "--recipe",
+        default=None,
+        metavar="NAME|FILE",
         help=f"a shipped recipe ({', '.join(recipe_names())}) or a recipe .toml file (default: gpu when a CUDA GPU is present, else cpu)",
     )
     add_recipe_flags(grpo, _defaults_text)
     grpo.add_argument(
-        "--warm-start-only", action="store_true",
+        "--warm-start-only",
+        action="store_true",
         help="run only the format warm start and save it to OUTPUT_DIR/warm_start (GRPO runs then start from it with --model DIR --format-warmup-steps 0)",
     )
     grpo.add_argument("--ray", default=None, metavar="ADDRESS", help="play the reward's episodes in Ray actors: auto, HOST:PORT or local (needs the ray extra); the model stays here")
@@ -100,7 +103,8 @@ def _register_export_adapter(kinds: Any) -> None:
     export.add_argument("--max-rank", type=int, default=64, help="largest rank of a weight difference (default: 64)")
     export.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"], help="storage dtype of the factors (default: float16)")
     export.add_argument(
-        "--truncate", action="store_true",
+        "--truncate",
+        action="store_true",
         help="cut a difference of rank above --max-rank to its largest directions instead of refusing it (lossy: evaluate the adapter)",
     )
     export.set_defaults(handler=run_export_adapter_command)

@@ -155,8 +155,6 @@ def cluster_limiter() -> RayCallLimiter:
     ray = require_ray()
     job = ray.get_runtime_context().get_job_id()
     if job not in _LIMITERS:
-        actor = ray.remote(ClusterLimiter).options(
-            name=LIMITER_NAME, get_if_exists=True, max_restarts=-1, num_cpus=0, max_concurrency=10_000
-        )
+        actor = ray.remote(ClusterLimiter).options(name=LIMITER_NAME, get_if_exists=True, max_restarts=-1, num_cpus=0, max_concurrency=10_000)
         _LIMITERS[job] = RayCallLimiter(actor.remote())
     return _LIMITERS[job]

@@ -130,9 +130,7 @@ class RaySandbox(Sandbox):
 
     # -- grading -----------------------------------------------------------------------------
 
-    def run_tests(
-        self, program: str, tests: Sequence[Mapping[str, Any]], *, kind: Kind = "stdin", limits: Limits | None = None, func_name: str | None = None
-    ) -> Report:
+    def run_tests(self, program: str, tests: Sequence[Mapping[str, Any]], *, kind: Kind = "stdin", limits: Limits | None = None, func_name: str | None = None) -> Report:
         """Grades on the least-loaded host (see :meth:`Sandbox.run_tests`); never raises."""
         ray = require_ray()
         options = {"kind": kind, "limits": limits or self.limits, "func_name": func_name}

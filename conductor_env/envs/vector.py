@@ -73,9 +73,7 @@ class ConductorVectorEnv(VectorEnv):
         self._autoreset = np.zeros(num_envs, dtype=bool)
         self._observations = create_empty_array(self.single_observation_space, num_envs)
 
-    def reset(
-        self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict, dict]:
+    def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
         """Resets every sub-environment.
 
         Args:

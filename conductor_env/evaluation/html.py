@@ -20,9 +20,32 @@ from conductor_env.evaluation.summary import PUBLIC_ONLY_NOTE, PolicySummary
 
 #: Record fields the viewer reads (everything else is left out of the page).
 VIEWER_FIELDS = (
-    "policy", "env_id", "pool", "problem_id", "sample", "domain", "question", "correct", "score", "reason", "test_set",
-    "answer", "parse_error", "parse_detail", "infra_error", "cost_usd", "tokens", "conductor_tokens", "conductor_cost_usd", "wall_s", "action",
-    "workflow", "trace", "frames", "earlier_rounds", "worker_map",
+    "policy",
+    "env_id",
+    "pool",
+    "problem_id",
+    "sample",
+    "domain",
+    "question",
+    "correct",
+    "score",
+    "reason",
+    "test_set",
+    "answer",
+    "parse_error",
+    "parse_detail",
+    "infra_error",
+    "cost_usd",
+    "tokens",
+    "conductor_tokens",
+    "conductor_cost_usd",
+    "wall_s",
+    "action",
+    "workflow",
+    "trace",
+    "frames",
+    "earlier_rounds",
+    "worker_map",
 )
 
 

@@ -132,6 +132,7 @@ def baseline_plans(num_workers: int, max_steps: int = 5) -> dict[str, Plan]:
     The plans follow :mod:`conductor_env.agents.baselines`; baselines longer than ``max_steps`` are
     left out (the env refuses them).
     """
+
     def cycle(count: int) -> list[int]:
         return [i % num_workers for i in range(count)]
 
@@ -185,7 +186,11 @@ def oracle_report(pool: str = POOL, max_steps: int = 3, price_weight: float = 1.
         return round(sum(values) / len(DOMAINS), 4)
 
     return {
-        "pool": Path(pool).name, "price_weight": price_weight, "max_steps": max_steps, "workers": workers, "domains": domains,
+        "pool": Path(pool).name,
+        "price_weight": price_weight,
+        "max_steps": max_steps,
+        "workers": workers,
+        "domains": domains,
         "mean_over_domains": {
             "oracle": mean(domains[d]["oracle"]["reward"] for d in DOMAINS),
             "routing_oracle": mean(domains[d]["best_by_shape"]["single"]["reward"] for d in DOMAINS),

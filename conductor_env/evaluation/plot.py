@@ -56,8 +56,14 @@ def plot_accuracy_vs_cost(summaries: Sequence[PolicySummary], path: str | os.Pat
         for i, (s, x, y, lo, hi) in enumerate(zip(summaries, xs, ys, below, above)):
             label = f"{s.policy} ({s.pool})" if several_groups else s.policy
             axes.errorbar(
-                [x], [y], yerr=[[lo], [hi]], fmt=MARKERS[i % len(MARKERS)], markersize=8, capsize=4,
-                color=colours[i % len(colours)], label=f"{label}: {y:.0f}%",
+                [x],
+                [y],
+                yerr=[[lo], [hi]],
+                fmt=MARKERS[i % len(MARKERS)],
+                markersize=8,
+                capsize=4,
+                color=colours[i % len(colours)],
+                label=f"{label}: {y:.0f}%",
             )
         if log_x:
             axes.set_xscale("log")

@@ -6,8 +6,8 @@ import threading
 from typing import Any, Sequence
 
 from rich.console import Console
-from rich.text import Text
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.text import Text
 
 from conductor_env.evaluation.runner import ProgressReporter
 

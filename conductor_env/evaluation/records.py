@@ -22,6 +22,7 @@ ACTION_CHARS = 4000
 SUBTASK_CHARS = 2000
 RESPONSE_CHARS = 4000
 
+
 @dataclass(frozen=True)
 class EpisodeSpec:
     """One planned episode."""
@@ -183,8 +184,6 @@ def episode_record(
         "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     return record
-
-
 
 
 def record_of(played: PlayedEpisode, spec: EpisodeSpec, *, env_id: str, pool: str, wall_s: float) -> dict[str, Any]:

@@ -47,18 +47,12 @@ def public_only_note(summaries: Sequence[PolicySummary]) -> str | None:
     Returns:
         One line such as ``"graded on public tests only ...: single:0 on Conductor-LCB-v0 (20/20 episodes)"``.
     """
-    return _flagged_note(summaries, "public_only", (
-        "graded on public tests only (the examples printed in the statement, no hidden tests; a lookup "
-        "table of them passes), so not hidden-test accuracy"
-    ))
+    return _flagged_note(summaries, "public_only", ("graded on public tests only (the examples printed in the statement, no hidden tests; a lookup table of them passes), so not hidden-test accuracy"))
 
 
 def unverified_note(summaries: Sequence[PolicySummary]) -> str | None:
     """Returns a note naming the policies with episodes on unverified problems, or ``None``."""
-    return _flagged_note(summaries, "unverified", (
-        "unverified problems (tests that ran beside the real ctypes, where a program could forge its verdict; "
-        "see docs/THREAT_MODEL.md)"
-    ))
+    return _flagged_note(summaries, "unverified", ("unverified problems (tests that ran beside the real ctypes, where a program could forge its verdict; see docs/THREAT_MODEL.md)"))
 
 
 def _flagged_note(summaries: Sequence[PolicySummary], count: str, what: str) -> str | None:

@@ -59,8 +59,7 @@ class EvalConfig:
     retry_infra_errors: bool = False
 
     @classmethod
-    def for_id(cls, env_id: str, *, n: int = 20, concurrency: int = 8, seed: int = 0, samples: int = 1,
-               retry_infra_errors: bool = False, **setup: Any) -> EvalConfig:
+    def for_id(cls, env_id: str, *, n: int = 20, concurrency: int = 8, seed: int = 0, samples: int = 1, retry_infra_errors: bool = False, **setup: Any) -> EvalConfig:
         """Builds a config for a gym id; ``setup`` holds :class:`EnvSetup` fields (``pool``,
         ``split``, ``sandbox``, ``suite_options``) and ``env_options`` (a dict of env options).
 
@@ -149,14 +148,16 @@ class PreparedRun:
 
 def _manifest(config: EvalConfig, pool_name: str) -> dict[str, Any]:
     # Round-tripped through JSON so it compares equal to the copy read back from run.json.
-    return _as_json({
-        "env_id": config.env_id,
-        "pool": pool_name,
-        "seed": config.seed,
-        "split": config.setup.split,
-        "suite_options": dict(config.setup.suite_options),
-        "env_options": config.setup.options.changed(),
-    })
+    return _as_json(
+        {
+            "env_id": config.env_id,
+            "pool": pool_name,
+            "seed": config.seed,
+            "split": config.setup.split,
+            "suite_options": dict(config.setup.suite_options),
+            "env_options": config.setup.options.changed(),
+        }
+    )
 
 
 def _as_json(value: Any) -> Any:
@@ -201,10 +202,7 @@ def _problem_warnings(config: EvalConfig, problems: Sequence[Any]) -> list[str]:
         notes.append(f"{config.env_id} has {len(problems)} problems in this split; evaluating all of them instead of {config.n}")
     public_only = len(public_only_problems(problems[: config.n]))
     if public_only:
-        notes.append(
-            f"{public_only} of the problems are graded only on the examples printed in their statement (no hidden tests); "
-            "their records say test_set=public and the report marks them"
-        )
+        notes.append(f"{public_only} of the problems are graded only on the examples printed in their statement (no hidden tests); their records say test_set=public and the report marks them")
     return notes
 
 

@@ -113,10 +113,7 @@ def check_api_keys(pool: WorkerPool) -> None:
     if missing:
         name, variable = missing[0]
         others = f" (and {len(missing) - 1} more workers)" if len(missing) > 1 else ""
-        raise EvalConfigError(
-            f"pool {pool.name!r}: worker {name!r}{others} needs the API key in ${variable}, which is not set; "
-            f"export {variable}=... or remove the worker from the pool"
-        )
+        raise EvalConfigError(f"pool {pool.name!r}: worker {name!r}{others} needs the API key in ${variable}, which is not set; export {variable}=... or remove the worker from the pool")
 
 
 def build_policies(specs: Sequence[str], **options: Any) -> list[Policy]:

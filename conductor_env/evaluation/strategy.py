@@ -97,7 +97,10 @@ def _policy_entry(episodes: list[dict[str, Any]], pool: str) -> dict[str, Any]:
     mean, low, high = interval([sum(v) / len(v) for v in per_question.values()])
     oracle = [shown_oracle(pool, tuple(r["worker_map"][str(i)] for i in range(len(r["worker_map"]))), r["domain"]) for r in episodes]
     entry: dict[str, Any] = {
-        "n": len(episodes), "questions": len(per_question), "reward": round(mean, 4), "ci95": [round(low, 4), round(high, 4)],
+        "n": len(episodes),
+        "questions": len(per_question),
+        "reward": round(mean, 4),
+        "ci95": [round(low, 4), round(high, 4)],
         "accuracy": round(sum(bool(r["correct"]) for r in episodes) / len(episodes), 4),
         "usd": round(sum(float(r["cost_usd"]) for r in episodes) / len(episodes), 4),
         "oracle_same_episodes": round(sum(oracle) / len(oracle), 4),
@@ -198,6 +201,7 @@ def played_paired_gaps(results: str | Path, baseline_results: str | Path, policy
     Raises:
         ValueError: When ``results`` has no episode of ``policy``.
     """
+
     def per_question(path: str | Path) -> dict[str, dict[str, list[float]]]:
         table: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         for row in read_rows(path):

@@ -159,10 +159,7 @@ def graded_on(summary: PolicySummary) -> str:
 
 
 #: The table's note when some episodes were graded on public tests only.
-PUBLIC_ONLY_NOTE = (
-    "public only: graded on the examples printed in the statement (no hidden tests), which a "
-    "lookup table of them passes; not hidden-test accuracy"
-)
+PUBLIC_ONLY_NOTE = "public only: graded on the examples printed in the statement (no hidden tests), which a lookup table of them passes; not hidden-test accuracy"
 
 
 def format_usd(value: float) -> str:

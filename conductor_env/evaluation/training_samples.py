@@ -60,7 +60,10 @@ def _domain_row(episodes: Sequence[Mapping[str, Any]], worker_maps: Mapping[str,
 
 
 def training_strategy(
-    rewards_json: str | Path, steps: Iterable[int], *, shown: Sequence[str] | None = None,
+    rewards_json: str | Path,
+    steps: Iterable[int],
+    *,
+    shown: Sequence[str] | None = None,
     worker_maps: Mapping[str, Mapping[Any, str]] | None = None,
 ) -> dict[str, Any]:
     """Returns, per domain, the sampled training actions of some GRPO steps.

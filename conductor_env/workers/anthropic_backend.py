@@ -72,9 +72,7 @@ class AnthropicWorker(PerLoopClientWorker):
                 f"worker {self.spec.name!r}: no API key; set ${self.spec.api_key_env or DEFAULT_KEY_ENV}",
                 retryable=False,
             )
-        return anthropic.AsyncAnthropic(
-            api_key=key, base_url=self.spec.base_url, timeout=float(self.spec.timeout_s), max_retries=0
-        )
+        return anthropic.AsyncAnthropic(api_key=key, base_url=self.spec.base_url, timeout=float(self.spec.timeout_s), max_retries=0)
 
     def request_body(
         self,

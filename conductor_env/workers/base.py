@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from conductor_env.calls import CallContext, Completion, Message
 
+
 @dataclass(frozen=True)
 class WorkerSpec:
     """One worker of a pool, as a pool TOML file declares it.

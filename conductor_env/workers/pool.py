@@ -52,9 +52,7 @@ def register_backend(name: str, target: str) -> None:
 def _build_worker(spec: WorkerSpec) -> Worker:
     target = BACKENDS.get(spec.backend)
     if target is None:
-        raise PoolError(
-            f"worker {spec.name!r}: unknown backend {spec.backend!r}; use one of {sorted(BACKENDS)}"
-        )
+        raise PoolError(f"worker {spec.name!r}: unknown backend {spec.backend!r}; use one of {sorted(BACKENDS)}")
     module_name, _, class_name = target.partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)
     return cls(spec)
@@ -98,9 +96,7 @@ class WorkerPool:
         """Makes every later call take its slot from ``limiter`` (e.g. a cluster-wide one)."""
         self.limiter = limiter
 
-    def sample_subpool(
-        self, rng: random.Random, size: int | tuple[int, int] | None, exclude: Collection[tuple[str, ...]] = ()
-    ) -> tuple[int, ...]:
+    def sample_subpool(self, rng: random.Random, size: int | tuple[int, int] | None, exclude: Collection[tuple[str, ...]] = ()) -> tuple[int, ...]:
         """Draws the worker indices an episode may use, in the order their ids are shown.
 
         Args:

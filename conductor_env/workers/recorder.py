@@ -12,7 +12,6 @@ import os
 from typing import Any, Sequence
 
 from conductor_env.calls import CallContext, Completion, Message, WorkerError
-
 from conductor_env.workers.base import Worker
 from conductor_env.workers.recordings import JsonlWriter, Occurrences, effective_params, request_key
 
@@ -53,9 +52,7 @@ class RecordingWorker(Worker):
         """
         max_tokens, temperature = effective_params(self.spec, max_tokens, temperature)
         key = request_key(self.spec.model, messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
-        return await self.record_call(
-            key, self._occurrences.next(key), messages, max_tokens=max_tokens, temperature=temperature, seed=seed, context=context
-        )
+        return await self.record_call(key, self._occurrences.next(key), messages, max_tokens=max_tokens, temperature=temperature, seed=seed, context=context)
 
     async def record_call(
         self,
@@ -89,9 +86,7 @@ class RecordingWorker(Worker):
             },
         }
         try:
-            completion = await self.inner.complete(
-                messages, max_tokens=max_tokens, temperature=temperature, seed=seed, context=context
-            )
+            completion = await self.inner.complete(messages, max_tokens=max_tokens, temperature=temperature, seed=seed, context=context)
         except WorkerError as error:
             record["error"] = {"message": str(error), "retryable": bool(error.retryable)}
             self.writer.append(record)

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from conductor_env.calls import Message
-
 from conductor_env.workers.base import WorkerSpec
+
 
 def request_key(
     model: str,

@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from conductor_env.calls import CallContext, Completion, Message, WorkerError
-
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.pool import WorkerPool, load_pool, spec_from_mapping
 from conductor_env.workers.recorder import RecordingWorker
@@ -167,9 +166,7 @@ class ReplayWorker(Worker):
             )
         self.live_calls += 1
         if isinstance(live, RecordingWorker):
-            return await live.record_call(
-                key, occurrence, messages, max_tokens=max_tokens, temperature=temperature, seed=seed, context=context
-            )
+            return await live.record_call(key, occurrence, messages, max_tokens=max_tokens, temperature=temperature, seed=seed, context=context)
         return await live.complete(messages, max_tokens=max_tokens, temperature=temperature, seed=seed, context=context)
 
     def _replayed(self, record: Mapping[str, Any]) -> Completion:

@@ -11,9 +11,7 @@ from conductor_env.calls import RetryPolicy, WorkerError
 T = TypeVar("T")
 
 
-async def with_retries(
-    call: Callable[[], Awaitable[T]], policy: RetryPolicy
-) -> tuple[T, int]:
+async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy) -> tuple[T, int]:
     """Runs ``call`` until it succeeds, a non-retryable error occurs, or attempts run out.
 
     Args:

@@ -28,13 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from conductor_env.sandboxes.base import Limits
+from conductor_env.suite import Problem, Score
 from conductor_env.tasks.extract import extract_code
 from conductor_env.tasks.program_text import SYNTAX_ERROR, parse_candidate
 from conductor_env.tasks.public_tests import UNVERIFIED, graded_test_set, resolve_opt_in
 from conductor_env.tasks.registry import SuiteError
 from conductor_env.tasks.sandboxed import SandboxedSuite, SandboxRef, summarize_report
-
-from conductor_env.suite import Problem, Score
 
 __all__ = ["DEFAULT_LIMITS", "BigCodeBenchSuite", "build_program", "default_sandbox"]
 
@@ -61,9 +60,7 @@ def default_sandbox(pool_size: int | None = None) -> Any:
 
     why = docker_available(BIGCODEBENCH_IMAGE)
     if why is not None:
-        raise SandboxUnavailable(
-            f"{why} (the BigCodeBench image: `sudo conductor-env sandbox build --variant bigcodebench`)"
-        )
+        raise SandboxUnavailable(f"{why} (the BigCodeBench image: `sudo conductor-env sandbox build --variant bigcodebench`)")
     return DockerSandbox(image=BIGCODEBENCH_IMAGE, pool_size=pool_size, limits=DEFAULT_LIMITS, tmpfs_mb=512)
 
 
@@ -180,10 +177,7 @@ def _load_rows(data_files: Any, version: str, subset: str, hard_ids: str | Path 
     rows = load_rows(HUB_DATASET, split=version, data_files=data_files, env_id=ENV_ID)
     if subset == "hard":
         if hard_ids is None:
-            raise SuiteError(
-                "subset='hard' with local data_files needs hard_ids: a file of the hard subset's "
-                "task ids (one per line, or a JSON list); the hub's bigcode/bigcodebench-hard lists them"
-            )
+            raise SuiteError("subset='hard' with local data_files needs hard_ids: a file of the hard subset's task ids (one per line, or a JSON list); the hub's bigcode/bigcodebench-hard lists them")
         wanted = _read_ids(hard_ids)
         rows = [row for row in rows if row.get("task_id") in wanted]
     return rows
@@ -205,11 +199,7 @@ def _to_problem(row: Mapping[str, Any], prompt: str) -> Problem:
             "signature and imports included."
         )
     else:
-        question = (
-            f"{row['instruct_prompt'].strip()}\n\n"
-            "Answer with a single fenced ```python code block holding the complete, self-contained "
-            "solution, starting with its imports."
-        )
+        question = f"{row['instruct_prompt'].strip()}\n\nAnswer with a single fenced ```python code block holding the complete, self-contained solution, starting with its imports."
     libs = row.get("libs")
     real_ctypes = needs_real_ctypes(preload_modules(libs, row["test"] + "\n" + _imports_of(row["code_prompt"])))
     return Problem(
@@ -224,8 +214,7 @@ def _to_problem(row: Mapping[str, Any], prompt: str) -> Problem:
             "canonical_solution": row.get("canonical_solution"),
             "libs": libs if isinstance(libs, (str, list)) else None,
             # Tests that run beside the real ctypes: a program could forge their verdict.
-            **({"test_set": UNVERIFIED, "unverified_reason": "its libraries need the real ctypes (raw memory)"}
-               if real_ctypes else {}),
+            **({"test_set": UNVERIFIED, "unverified_reason": "its libraries need the real ctypes (raw memory)"} if real_ctypes else {}),
         },
     )
 
@@ -324,8 +313,9 @@ class BigCodeBenchSuite(SandboxedSuite):
         if isinstance(parsed, str) and not parsed.startswith(SYNTAX_ERROR):
             return Score(False, 0.0, parsed)
         preload = preload_modules(problem.metadata.get("libs"), problem.metadata["test"] + "\n" + _imports_of(problem.metadata["code_prompt"]))
-        tests = [{"checks": problem.metadata["test"], "preload": preload, "real_ctypes": needs_real_ctypes(preload),
-                  "prelude": prompt_prelude(problem), "entry_point": problem.metadata["entry_point"]}]
+        tests = [
+            {"checks": problem.metadata["test"], "preload": preload, "real_ctypes": needs_real_ctypes(preload), "prelude": prompt_prelude(problem), "entry_point": problem.metadata["entry_point"]}
+        ]
         report = self.sandbox().run_tests(build_program(problem, code), tests, kind="unittest", limits=self.limits)
         score = summarize_report(report)
         if score.correct:
@@ -342,4 +332,3 @@ class BigCodeBenchSuite(SandboxedSuite):
     def wrong_response(self, problem: Problem) -> str:
         """A complete-looking entry point that returns ``None``."""
         return f"```python\ndef {problem.metadata['entry_point']}(*args, **kwargs):\n    return None\n```\n"
-

@@ -38,10 +38,7 @@ def choice_question(question: str, options: Sequence[str]) -> str:
     letters = LETTERS[: len(options)]
     listed = "\n".join(f"{letter}) {option}" for letter, option in zip(letters, options))
     allowed = ", ".join(letters[:-1]) + f" or {letters[-1]}"
-    return (
-        f"{question.strip()}\n\n{listed}\n\n"
-        f"Think step by step, then end with a last line of the form \"Answer: X\", where X is {allowed}."
-    )
+    return f'{question.strip()}\n\n{listed}\n\nThink step by step, then end with a last line of the form "Answer: X", where X is {allowed}.'
 
 
 class ChoiceSuite(DatasetSuite):

@@ -43,7 +43,6 @@ _REQUIRED_FIELDS = ("task_id", "prompt", "entry_point", "test")
 NOT_MAIN = '__name__ = "solution"  # as in the reference harness: `if __name__ == "__main__":` blocks stay off\n'
 
 
-
 def _entry_point_line(source: str | ast.Module, entry_point: str) -> int | None:
     """Returns the 1-based first line (decorators included) of a top-level ``def entry_point``.
 
@@ -118,10 +117,7 @@ def _load_problems(data_files: str | Sequence[str] | None) -> list[dict[str, Any
 def _to_problem(row: Mapping[str, Any]) -> Problem:
     missing = [key for key in _REQUIRED_FIELDS if not isinstance(row.get(key), str)]
     if missing:
-        raise SuiteError(
-            f"HumanEval row {row.get('task_id', '?')!r} lacks {', '.join(missing)}; rows need the "
-            "HumanEval schema (task_id, prompt, canonical_solution, test, entry_point)"
-        )
+        raise SuiteError(f"HumanEval row {row.get('task_id', '?')!r} lacks {', '.join(missing)}; rows need the HumanEval schema (task_id, prompt, canonical_solution, test, entry_point)")
     prompt = row["prompt"]
     question = (
         "Complete the following Python function.\n\n"
@@ -236,7 +232,4 @@ class HumanEvalSuite(SandboxedSuite):
     def wrong_response(self, problem: Problem) -> str:
         """A complete-looking function that returns ``None`` for every input."""
         entry_point = problem.metadata["entry_point"]
-        return (
-            "Here is my solution:\n\n```python\n"
-            f"def {entry_point}(*args, **kwargs):\n    return None\n```\n"
-        )
+        return f"Here is my solution:\n\n```python\ndef {entry_point}(*args, **kwargs):\n    return None\n```\n"

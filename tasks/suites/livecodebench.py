@@ -44,9 +44,9 @@ from typing import Any, Mapping, Sequence
 from conductor_env.sandboxes.base import Limits
 from conductor_env.suite import Problem, Score
 from conductor_env.tasks.extract import extract_code
-from conductor_env.tasks.program_text import program_text_problem
 from conductor_env.tasks.lcb_dataset import DEFAULT_VERSION, RowSource, open_rows, parse_date, row_to_problem
 from conductor_env.tasks.lcb_private_tests import PrivateTestsError, check_private_payload, decode_private_tests
+from conductor_env.tasks.program_text import program_text_problem
 from conductor_env.tasks.public_tests import graded_test_set, resolve_opt_in
 from conductor_env.tasks.registry import SuiteError
 from conductor_env.tasks.sandboxed import SandboxedSuite, SandboxRef, run_until_failure, summarize_report
@@ -63,29 +63,60 @@ __all__ = [
 #: after ``math`` and ``io`` shadowed them). LiveCodeBench's evaluation process also raises
 #: Python's int-to-string digit limit to 50,000; the sandbox child inherits nothing, so the
 #: header sets it.
-LCB_IMPORT_HEADER = "\n".join(
-    [
-        *(
-            f"from {module} import *"
-            for module in (
-                "string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math",
-                "random", "statistics", "itertools", "functools", "operator", "io", "sys",
-                "json", "builtins", "typing",
-            )
-        ),
-        *(
-            f"import {module}"
-            for module in (
-                "string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math",
-                "random", "statistics", "itertools", "functools", "operator", "io", "sys",
-                "json",
-            )
-        ),
-        "sys.setrecursionlimit(50000)",
-        "if hasattr(sys, 'set_int_max_str_digits'):",
-        "    sys.set_int_max_str_digits(50000)",
-    ]
-) + "\n\n"
+LCB_IMPORT_HEADER = (
+    "\n".join(
+        [
+            *(
+                f"from {module} import *"
+                for module in (
+                    "string",
+                    "re",
+                    "datetime",
+                    "collections",
+                    "heapq",
+                    "bisect",
+                    "copy",
+                    "math",
+                    "random",
+                    "statistics",
+                    "itertools",
+                    "functools",
+                    "operator",
+                    "io",
+                    "sys",
+                    "json",
+                    "builtins",
+                    "typing",
+                )
+            ),
+            *(
+                f"import {module}"
+                for module in (
+                    "string",
+                    "re",
+                    "datetime",
+                    "collections",
+                    "heapq",
+                    "bisect",
+                    "copy",
+                    "math",
+                    "random",
+                    "statistics",
+                    "itertools",
+                    "functools",
+                    "operator",
+                    "io",
+                    "sys",
+                    "json",
+                )
+            ),
+            "sys.setrecursionlimit(50000)",
+            "if hasattr(sys, 'set_int_max_str_digits'):",
+            "    sys.set_int_max_str_digits(50000)",
+        ]
+    )
+    + "\n\n"
+)
 
 
 #: Wall-clock seconds per test: LiveCodeBench's default ``timeout`` (``signal.alarm(6)`` per test).
@@ -113,6 +144,7 @@ def build_program(code: str, kind: str = "stdin") -> str:
 # ---------------------------------------------------------------------------------------------
 # The suite
 # ---------------------------------------------------------------------------------------------
+
 
 class LiveCodeBenchSuite(SandboxedSuite):
     """LiveCodeBench code generation, graded in a sandbox.
@@ -197,9 +229,7 @@ class LiveCodeBenchSuite(SandboxedSuite):
             try:
                 check_private_payload(payload)
             except PrivateTestsError as error:
-                raise PrivateTestsError(
-                    f"LiveCodeBench row {parsed.problem.id!r}: private_test_cases refused: {error}"
-                ) from error
+                raise PrivateTestsError(f"LiveCodeBench row {parsed.problem.id!r}: private_test_cases refused: {error}") from error
             self._row_of[parsed.problem.id] = index
             self._problems.append(parsed.problem)
         if not self._problems:

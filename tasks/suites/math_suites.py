@@ -38,6 +38,7 @@ AIME_DATASETS = {2024: ("HuggingFaceH4/aime_2024", "train"), 2025: ("yentinglin/
 #: Longest boxed answer compared (or 8x the gold answer's length, if more).
 MAX_BOXED_CHARS = 512
 
+
 class MathAnswerSuite(DatasetSuite):
     """Shared grading of ``\\boxed{}`` answers against a gold LaTeX answer (domain ``math``).
 
@@ -147,7 +148,11 @@ class Math500Suite(MathAnswerSuite):
     ) -> None:
         self.mix_seed = mix_seed
         super().__init__(
-            data_files=data_files, dataset=dataset, config=config, revision=revision, limit=limit,
+            data_files=data_files,
+            dataset=dataset,
+            config=config,
+            revision=revision,
+            limit=limit,
             verify_timeout_s=verify_timeout_s,
         )
 
@@ -266,9 +271,7 @@ class AIMESuite(MathAnswerSuite):
             raise SuiteError("AIME: pass a single year with dataset=")
         self.years = years
         self.dataset = dataset or AIME_DATASETS[years[0]][0]
-        super().__init__(
-            data_files=data_files, dataset=self.dataset, revision=revision, limit=limit, verify_timeout_s=verify_timeout_s
-        )
+        super().__init__(data_files=data_files, dataset=self.dataset, revision=revision, limit=limit, verify_timeout_s=verify_timeout_s)
 
     def load_split(self, split: str) -> list[dict[str, Any]]:
         if self.data_files is not None or len(self.years) == 1:

@@ -176,8 +176,7 @@ class MixSuite(TaskSuite):
             return _build_source(name, files, sandbox, lcb_version, allow_public_only)
         except SuiteError as error:
             raise SuiteError(
-                f"Conductor-Mix-v0 source {name!r} cannot load: {error} For the mix, give each source its files: "
-                f'suite_options={{"data_files": {{"{name}": "path/to/{name}.jsonl", ...}}}}.'
+                f'Conductor-Mix-v0 source {name!r} cannot load: {error} For the mix, give each source its files: suite_options={{"data_files": {{"{name}": "path/to/{name}.jsonl", ...}}}}.'
             ) from error
 
     def _draw(self) -> dict[str, list[Pair]]:
@@ -226,10 +225,7 @@ class MixSuite(TaskSuite):
             rows = {split: list(suite.problems(mmlu_split)) for split, mmlu_split in mix_recipe.MMLU_SPLITS.items()}
             sizes = {split: len(problems) for split, problems in rows.items()}
             picked = mix_recipe.mmlu_released_split(sizes, seed=self.seed, valid_ratio=valid_ratio, test_ratio=test_ratio)
-            return {
-                split: [(self._wrap(name, rows[split][i], mix_recipe.MMLU_SPLITS[split]), rows[split][i]) for i in picked[split]]
-                for split in SPLITS
-            }
+            return {split: [(self._wrap(name, rows[split][i], mix_recipe.MMLU_SPLITS[split]), rows[split][i]) for i in picked[split]] for split in SPLITS}
         if name == "mmlu":
             warnings.warn(
                 "Conductor-Mix-v0 recipe='paper': MMLU has no auxiliary_train and validation files, so its rows are split "

@@ -67,7 +67,6 @@ GAMEABLE_DATASETS = {
 }
 
 
-
 def gameable_reasons(names: Sequence[str]) -> dict[str, str]:
     """Why each of ``names`` is refused without ``allow_gameable``; datasets that pass are left out.
 
@@ -97,6 +96,7 @@ SPLIT_SEEDS = {"train": 0, "validation": 1, "test": 2}
 #: that is longer, is wrong without being scored: it cannot be a single answer, and some scorers
 #: (propositional_logic's parser) take time quadratic in the answer's length.
 MAX_ANSWER_CHARS = 1024
+
 
 def _option(name: str, value: object) -> bool:
     if not isinstance(value, bool):  # a string such as "no" must not switch an option on
@@ -159,10 +159,7 @@ class ReasoningGymSuite(TaskSuite):
         refused = gameable_reasons(names)
         if refused and not self.allow_gameable:
             reasons = "; ".join(f"{n}: {reason}" for n, reason in refused.items())
-            raise SuiteError(
-                f"reasoning-gym datasets {list(refused)} may reward answers that need no solving ({reasons}); "
-                "pass allow_gameable=True to use them anyway (for evaluation, not training)"
-            )
+            raise SuiteError(f"reasoning-gym datasets {list(refused)} may reward answers that need no solving ({reasons}); pass allow_gameable=True to use them anyway (for evaluation, not training)")
         if refused:
             reasons = "; ".join(f"{n}: {reason}" for n, reason in refused.items())
             warnings.warn(f"reasoning-gym datasets {list(refused)} allowed by allow_gameable=True: {reasons}", GameableDatasetWarning, stacklevel=2)

@@ -72,10 +72,7 @@ def audit_refusal(name: str, threshold: float = TRIVIAL_SHARE_THRESHOLD) -> str 
     audit = load_audit()
     row = audit["datasets"].get(name)
     if row is None:
-        return (
-            f"not audited: absent from {AUDIT_FILE} (audited with reasoning-gym {audit['reasoning_gym_version']}, "
-            f"installed {reasoning_gym_version()}); rerun scripts/audit_reasoning_gym.py"
-        )
+        return f"not audited: absent from {AUDIT_FILE} (audited with reasoning-gym {audit['reasoning_gym_version']}, installed {reasoning_gym_version()}); rerun scripts/audit_reasoning_gym.py"
     if "error" in row:
         return f"not audited: it failed to generate or grade in the audit ({row['error']})"
     best = row["best"]

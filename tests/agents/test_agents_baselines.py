@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.envs import EnvSetup
 from conductor_env.agents import SPEC_GRAMMAR, Policy, make_policy, num_shown_workers
 from conductor_env.agents.baselines import FINAL_FORMAT, worker_ids
 from conductor_env.env import ConductorEnv
+from conductor_env.envs import EnvSetup
 from conductor_env.workflow import parse_workflow
 
 SPECS = [
@@ -175,7 +175,7 @@ def test_llm_conductor_with_the_local_gemma(env):
         actions = by_worker.act(batch)
         assert len(actions) == 2 and all(isinstance(a, str) and a.strip() for a in actions)
         assert by_model.act(batch[:1])[0].strip()
-        (text, usage), = run_sync(by_model.aact_with_usage(batch[:1]))
+        ((text, usage),) = run_sync(by_model.aact_with_usage(batch[:1]))
         assert text.strip() and 0 < usage.completion_tokens <= 16 and usage.prompt_tokens > 100
         assert usage.cost_usd == 0.0  # a local model has no price
         env.reset(seed=0)

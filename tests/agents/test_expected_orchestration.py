@@ -31,9 +31,30 @@ ENV_OPTIONS = {"examples": "none", "show_names": "true", "reward": "cost_aware",
 def eval_command(out: Path, policies: list[str], *, seed: int, n: int, samples: int) -> list[str]:
     """The ``conductor-env eval`` command line of the orchestrate-judge recipe's held-out env."""
     command = [
-        str(Path(sys.executable).with_name("conductor-env")), "eval", "--env", "Conductor-RG-v0", "--pool", ORCHESTRA_JUDGE_POOL,
-        "--split", "validation", "--n", str(n), "--samples", str(samples), "--concurrency", "64", "--seed", str(seed), "--out", str(out),
-        "--suite-option", f"datasets={json.dumps(list(CPU_DATASETS))}", "--suite-option", "size=20", "--suite-option", "allow_gameable=true",
+        str(Path(sys.executable).with_name("conductor-env")),
+        "eval",
+        "--env",
+        "Conductor-RG-v0",
+        "--pool",
+        ORCHESTRA_JUDGE_POOL,
+        "--split",
+        "validation",
+        "--n",
+        str(n),
+        "--samples",
+        str(samples),
+        "--concurrency",
+        "64",
+        "--seed",
+        str(seed),
+        "--out",
+        str(out),
+        "--suite-option",
+        f"datasets={json.dumps(list(CPU_DATASETS))}",
+        "--suite-option",
+        "size=20",
+        "--suite-option",
+        "allow_gameable=true",
     ]
     for key, value in ENV_OPTIONS.items():
         command += ["--env-option", f"{key}={value}"]
@@ -80,8 +101,14 @@ def play(env, seed: int, action: str) -> dict:
     _, reward, _, _, info = env.step(action)
     spec = EpisodeSpec("scripted", 0, reset_info["problem_id"], 0, seed)
     return episode_record(
-        spec, env_id="Conductor-RG-v0", pool="orchestra-judge", question="", domain=reset_info["domain"],
-        worker_map=reset_info["worker_map"], rounds=[round_record(action, reward, info)], wall_s=0.0,
+        spec,
+        env_id="Conductor-RG-v0",
+        pool="orchestra-judge",
+        question="",
+        domain=reset_info["domain"],
+        worker_map=reset_info["worker_map"],
+        rounds=[round_record(action, reward, info)],
+        wall_s=0.0,
     )
 
 

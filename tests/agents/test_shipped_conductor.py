@@ -5,6 +5,7 @@ and pick workers by name (the second a workflow shape per domain)."""
 from __future__ import annotations
 
 import importlib.resources
+
 import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
@@ -43,7 +44,9 @@ def test_the_name_resolves_to_the_adapter_and_its_training_prompt(name):
 def _greedy_actions(name: str, pool: str) -> tuple[list[str], list[dict]]:
     """The Conductor's greedy actions on 4 held-out questions of each dataset, the pool renumbered in every episode."""
     setup = EnvSetup.from_id(
-        "Conductor-RG-v0", pool=pool, split="validation",
+        "Conductor-RG-v0",
+        pool=pool,
+        split="validation",
         suite_options={**CPU_SUITE_OPTIONS, "size": 4},
         options={"examples": "none", "show_names": True, "max_steps": 3, "subpool_size": 3},
     )

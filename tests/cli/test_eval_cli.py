@@ -72,8 +72,23 @@ def test_missing_api_key_is_accepted_once_set(tmp_path: Path) -> None:
 def test_eval_prints_the_table_and_report_writes_plot_and_viewer(tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = cli(
-        "eval", "--env", "Conductor-RG-v0", "--policy", "single:0", "--policy", "template:plan-solve-verify",
-        "--pool", "simulated", "--n", "8", "--concurrency", "4", "--out", str(out), "--seed", "3",
+        "eval",
+        "--env",
+        "Conductor-RG-v0",
+        "--policy",
+        "single:0",
+        "--policy",
+        "template:plan-solve-verify",
+        "--pool",
+        "simulated",
+        "--n",
+        "8",
+        "--concurrency",
+        "4",
+        "--out",
+        str(out),
+        "--seed",
+        "3",
     )
     assert result.returncode == 0, result.stderr
     for header in ("policy", "accuracy", "95% CI", "tokens", "USD", "latency", "parse err", "infra err"):
@@ -95,9 +110,7 @@ def test_eval_prints_the_table_and_report_writes_plot_and_viewer(tmp_path: Path)
 def test_report_of_a_folder_without_results_is_a_usage_error(tmp_path: Path) -> None:
     result = cli("report", str(tmp_path))
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [
-        f"conductor-env report: error: no results.jsonl in {str(tmp_path)!r}; run conductor-env eval --out {tmp_path} ... first"
-    ]
+    assert result.stderr.strip().splitlines() == [f"conductor-env report: error: no results.jsonl in {str(tmp_path)!r}; run conductor-env eval --out {tmp_path} ... first"]
 
 
 def test_a_policy_option_pool_picks_the_conductors_pool(tmp_path: Path) -> None:

@@ -7,20 +7,35 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.envs import EnvSetup
+from conductor_env.calls import RetryPolicy
 from conductor_env.env import ConductorEnv
+from conductor_env.envs import EnvSetup
 from conductor_env.tasks.suites.procedural import ReasoningGymSuite
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
-from conductor_env.calls import RetryPolicy
 
 INFO_FIELDS = {
-    "answer", "correct", "score", "reason", "parse_error", "parse_detail", "workflow", "trace", "cost_usd",
-    "tokens", "infra_error", "problem_id", "domain", "round", "round_rewards", "round_credit", "frames",
-    "worker_map", "wall_s",
+    "answer",
+    "correct",
+    "score",
+    "reason",
+    "parse_error",
+    "parse_detail",
+    "workflow",
+    "trace",
+    "cost_usd",
+    "tokens",
+    "infra_error",
+    "problem_id",
+    "domain",
+    "round",
+    "round_rewards",
+    "round_credit",
+    "frames",
+    "worker_map",
+    "wall_s",
 }
-TRACE_FIELDS = {"index", "worker", "worker_name", "subtask", "visible", "response", "prompt_tokens",
-                "completion_tokens", "cost_usd", "latency_s", "start_s", "end_s", "attempts", "error"}
+TRACE_FIELDS = {"index", "worker", "worker_name", "subtask", "visible", "response", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s", "start_s", "end_s", "attempts", "error"}
 
 
 def workflow(*steps: tuple[int, str, str]) -> str:

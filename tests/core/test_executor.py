@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from conductor_env.calls import CallContext, SimulationOracle
 from conductor_env.executor import execute_workflow
 from conductor_env.workers.base import WorkerSpec
-from conductor_env.calls import CallContext, SimulationOracle
 from conductor_env.workers.simulated import SimulatedWorker
 from conductor_env.workflow import parse_workflow
 
@@ -24,10 +24,7 @@ def caller(latency_s: float):
     return call_step
 
 
-TEXT = (
-    'model_id = [0, 1, 2, 0]\nsubtasks = ["Try A", "Try B", "Try C", "Judge the attempts"]\n'
-    'access_list = [[], [], [], "all"]'
-)
+TEXT = 'model_id = [0, 1, 2, 0]\nsubtasks = ["Try A", "Try B", "Try C", "Judge the attempts"]\naccess_list = [[], [], [], "all"]'
 
 
 def test_independent_steps_overlap_and_judge_waits() -> None:
@@ -43,7 +40,7 @@ def test_concurrent_results_equal_sequential_results() -> None:
     workflow = parse_workflow(TEXT, num_workers=3)
     concurrent = asyncio.run(execute_workflow(workflow, question="2+2?", call_step=caller(0.0)))
     # the same steps one after another: each independent step as its own one-step workflow
-    chained = parse_workflow(TEXT.replace('[[], [], [], "all"]', '[[], [], [], [0, 1, 2]]'), num_workers=3, access="indices")
+    chained = parse_workflow(TEXT.replace('[[], [], [], "all"]', "[[], [], [], [0, 1, 2]]"), num_workers=3, access="indices")
     sequential = asyncio.run(execute_workflow(chained, question="2+2?", call_step=caller(0.0)))
     assert [t.response for t in concurrent.traces] == [t.response for t in sequential.traces]
     assert concurrent.answer == sequential.answer == concurrent.traces[-1].response
@@ -89,9 +86,7 @@ def test_the_lowest_failing_step_is_reported_whichever_fails_first() -> None:
 def test_steps_before_a_failure_finish_and_later_steps_are_left_out() -> None:
     workflow = parse_workflow(TEXT, num_workers=3)
     # step 1 fails at once; step 0 still finishes (it comes first), step 2 is cancelled
-    execution = asyncio.run(
-        execute_workflow(workflow, question="q", call_step=_failing_caller({0: (0.05, False), 1: (0.0, True), 2: (0.05, False)}))
-    )
+    execution = asyncio.run(execute_workflow(workflow, question="q", call_step=_failing_caller({0: (0.05, False), 1: (0.0, True), 2: (0.05, False)})))
     assert execution.infra_error and execution.infra_error.startswith("step 1 (worker 1")
     assert [t.index for t in execution.traces] == [0, 1]
     assert execution.traces[0].response == "r0" and execution.traces[1].error == "step 1 is down"

@@ -266,11 +266,42 @@ def _old_scan(text: str) -> list[tuple[str, list[Any]]]:
 
 
 _LISTY = st.lists(
-    st.sampled_from([
-        "model_id = ", "subtasks: ", "access_list=", "Access :", "model ids:", "[", "]", "[[", "]]", "[]", '"', "'",
-        "\\", "\\\\", '\\"', "\\'", "\n", "\r\n", "\t", " ", ",", "x", "1", '"all"', "'a]'", '"b["', "<think>",
-        "</think>", "<THINK>", "`", "\n- ", "\n* ",
-    ]),
+    st.sampled_from(
+        [
+            "model_id = ",
+            "subtasks: ",
+            "access_list=",
+            "Access :",
+            "model ids:",
+            "[",
+            "]",
+            "[[",
+            "]]",
+            "[]",
+            '"',
+            "'",
+            "\\",
+            "\\\\",
+            '\\"',
+            "\\'",
+            "\n",
+            "\r\n",
+            "\t",
+            " ",
+            ",",
+            "x",
+            "1",
+            '"all"',
+            "'a]'",
+            '"b["',
+            "<think>",
+            "</think>",
+            "<THINK>",
+            "`",
+            "\n- ",
+            "\n* ",
+        ]
+    ),
     max_size=50,
 ).map("".join)
 
@@ -326,11 +357,43 @@ def _old_letter_in_box(content: str, choices: str) -> str | None:
 
 
 _BOXY = st.lists(
-    st.sampled_from([
-        "\\boxed", "\\boxed{", "\\fbox ", "\\framebox{", "{", "}", "\\{", "\\}", "\\\\", "\\", "\\text{", "\\textbf{",
-        "\\mathrm{", "\\mathbf{", "\\mathrm {", " ", "\t", "\n", "\u00a0", "A", "B", "C", "a", "(", ")", ".", ":",
-        "x", "1", "$", "<think>", "</think>", "<Think>",
-    ]),
+    st.sampled_from(
+        [
+            "\\boxed",
+            "\\boxed{",
+            "\\fbox ",
+            "\\framebox{",
+            "{",
+            "}",
+            "\\{",
+            "\\}",
+            "\\\\",
+            "\\",
+            "\\text{",
+            "\\textbf{",
+            "\\mathrm{",
+            "\\mathbf{",
+            "\\mathrm {",
+            " ",
+            "\t",
+            "\n",
+            "\u00a0",
+            "A",
+            "B",
+            "C",
+            "a",
+            "(",
+            ")",
+            ".",
+            ":",
+            "x",
+            "1",
+            "$",
+            "<think>",
+            "</think>",
+            "<Think>",
+        ]
+    ),
     max_size=40,
 ).map("".join)
 
@@ -368,8 +431,9 @@ def _old_code_blocks(text: str) -> list[tuple[str, str]]:
 
 
 _FENCY = st.lists(
-    st.sampled_from(["```", "````", "```python", "``` py  x", "  ```", "    ```", "~~~", "~~~~ c++", "~~~~~x", "~~~~`",
-                     "``` `", "```\t", "~~~ `x`", "code", "", " ", "print(1)", "```~~~", "\t```", "   ~~~~   "]),
+    st.sampled_from(
+        ["```", "````", "```python", "``` py  x", "  ```", "    ```", "~~~", "~~~~ c++", "~~~~~x", "~~~~`", "``` `", "```\t", "~~~ `x`", "code", "", " ", "print(1)", "```~~~", "\t```", "   ~~~~   "]
+    ),
     max_size=12,
 ).map("\n".join)
 
@@ -393,11 +457,7 @@ def test_rlpr_numbers_are_finite_or_not_read(text: str) -> None:
 
 
 @settings(max_examples=800, deadline=None)
-@given(
-    st.lists(
-        st.sampled_from(["<answer>", "</answer>", "<ANSWER>", "x", " ", "1", "\\boxed{2}", "<think>", "</think>"]), max_size=14
-    ).map("".join)
-)
+@given(st.lists(st.sampled_from(["<answer>", "</answer>", "<ANSWER>", "x", " ", "1", "\\boxed{2}", "<think>", "</think>"]), max_size=14).map("".join))
 def test_rlpr_tagged_answers_as_before(text: str) -> None:
     tagged = re.findall(r"<answer>(.*?)</answer>", strip_think(text), re.DOTALL | re.IGNORECASE)
     assert rlpr.extract_tagged_answer(text) == (tagged[-1].strip() if tagged else extract_boxed(text))
@@ -405,13 +465,35 @@ def test_rlpr_tagged_answers_as_before(text: str) -> None:
 
 # ------------------------------------------------------------------ adversarial generators
 
-_UNITS = st.sampled_from([
-    "model_id = [", "subtasks: ['", 'access_list=["\\"', "<think>", "</think>", "[", "]", "'", '"', "\\", "\n", "`",
-    "\\boxed{", "}", "{", "Answer: ", "<answer>", "```", "~~~", " ", "1", "A", "(", "\\text{",
-])
-_ADVERSARIAL = st.lists(st.tuples(_UNITS, st.integers(1, 600)), min_size=1, max_size=8).map(
-    lambda runs: "".join(unit * count for unit, count in runs)
+_UNITS = st.sampled_from(
+    [
+        "model_id = [",
+        "subtasks: ['",
+        'access_list=["\\"',
+        "<think>",
+        "</think>",
+        "[",
+        "]",
+        "'",
+        '"',
+        "\\",
+        "\n",
+        "`",
+        "\\boxed{",
+        "}",
+        "{",
+        "Answer: ",
+        "<answer>",
+        "```",
+        "~~~",
+        " ",
+        "1",
+        "A",
+        "(",
+        "\\text{",
+    ]
 )
+_ADVERSARIAL = st.lists(st.tuples(_UNITS, st.integers(1, 600)), min_size=1, max_size=8).map(lambda runs: "".join(unit * count for unit, count in runs))
 
 
 @pytest.mark.timeout(120)  # a hang guard over all examples; no speed is asserted
@@ -450,8 +532,7 @@ REVIEWED: dict[str, str] = {
     r"\\[\\{}]|[{}]": "single tokens",
     r"[^\s${}]+": "match at one position",
     r"\S": "one character",
-    r"\s*(?:(?P<wrapper>\\(?:text|textbf|mathrm|mathbf)\{)|\(?(?P<letter>[ABCD])\)?(?:[.):]|\s*\Z))":
-        "match at a box's start; the trailing \\s* runs once per box",
+    r"\s*(?:(?P<wrapper>\\(?:text|textbf|mathrm|mathbf)\{)|\(?(?P<letter>[ABCD])\)?(?:[.):]|\s*\Z))": "match at a box's start; the trailing \\s* runs once per box",
     r"\b(?i:answer|final\s{1,4}choice|correct\s{1,4}(?:option|choice))\b"
     r"(?:\s{1,8}(?i:is|would\s{1,4}be|should\s{1,4}be|must\s{1,4}be|will\s{1,4}be|then\s{1,4}is))?"
     r"[\s:=*_$]{0,16}"
@@ -478,9 +559,7 @@ REVIEWED: dict[str, str] = {
 
 _SEARCHING = {"search", "finditer", "findall", "sub", "subn", "split"}
 _SINGLE = {sre_constants.LITERAL, sre_constants.NOT_LITERAL, sre_constants.ANY, sre_constants.IN}
-_REPEATS = {sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT} | (
-    {sre_constants.POSSESSIVE_REPEAT} if hasattr(sre_constants, "POSSESSIVE_REPEAT") else set()
-)
+_REPEATS = {sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT} | ({sre_constants.POSSESSIVE_REPEAT} if hasattr(sre_constants, "POSSESSIVE_REPEAT") else set())
 # ASCII and the non-ASCII characters the patterns name or that case folding maps onto ASCII.
 _SAMPLE = [chr(c) for c in range(128)] + list("\u00a0\u00b5\u00b0\u00b7\u00e9\u2022\u212a\u017f\u0131\u0130\u2028\u3000")
 

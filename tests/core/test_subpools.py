@@ -25,8 +25,12 @@ def shown_names(info: dict) -> tuple[str, ...]:
 
 def test_an_excluded_pair_is_never_shown_in_any_order_and_the_rest_still_are() -> None:
     env = gym.make(
-        "Conductor-RG-v0", pool="orchestra-judge", suite_options=SMALL, show_names=True,
-        subpool_size=[2, 3], exclude_subpools=[["flash", "checker"]],  # written in another order than it is drawn
+        "Conductor-RG-v0",
+        pool="orchestra-judge",
+        suite_options=SMALL,
+        show_names=True,
+        subpool_size=[2, 3],
+        exclude_subpools=[["flash", "checker"]],  # written in another order than it is drawn
     ).unwrapped
     seen = Counter(shown_names(env.reset(seed=seed)[1]) for seed in range(200))
     assert ("checker", "flash") not in seen

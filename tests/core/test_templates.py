@@ -14,8 +14,8 @@ from gymnasium.utils.env_checker import check_env
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.agents.episode import PolicyBatcher, play
-from conductor_env.agents.prompts import action_of, chat_messages, compact_prompt
 from conductor_env.agents.llm import LLMConductor
+from conductor_env.agents.prompts import action_of, chat_messages, compact_prompt
 from conductor_env.calls import Completion
 from conductor_env.envs import EnvSetup
 from conductor_env.event_loop import run_sync
@@ -64,8 +64,13 @@ def current_prompts(**template: Any) -> dict[str, str]:
             for history in ("", HISTORY):
                 examples = select_examples("math", selection, 4)
                 text = conductor_prompt(
-                    QUESTION, WORKERS, examples=examples, max_steps=5 if access == "binary" else 3,
-                    access=access, history=history, **({"template": template["conductor"]} if "conductor" in template else {}),
+                    QUESTION,
+                    WORKERS,
+                    examples=examples,
+                    max_steps=5 if access == "binary" else 3,
+                    access=access,
+                    history=history,
+                    **({"template": template["conductor"]} if "conductor" in template else {}),
                 )
                 out[f"c-{selection}-{access}-{bool(history)}"] = digest(text)
     worker = {"template": template["worker"]} if "worker" in template else {}
@@ -126,7 +131,7 @@ def write(tmp_path: Path, text: str, name: str = "t.toml") -> str:
         ('user = "{question}"\nsytem = "x"', "worker", "unknown key 'sytem' (did you mean 'system'?)"),
         ('system = "x"', "worker", "'user' message is missing"),
         ('user = "   "', "worker", "may not be empty"),
-        ('user = 3', "worker", "user must be a string"),
+        ("user = 3", "worker", "user must be a string"),
         ('kind = "worker"\nuser = "{question}"', "conductor", "is a worker template; a conductor template is needed"),
         ('user = "{question}', "worker", "invalid TOML"),
     ],

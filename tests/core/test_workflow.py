@@ -37,7 +37,7 @@ def test_canonical_workflow() -> None:
         "<think>model_id = [9]\nsubtasks = ['x']\naccess_list = [[]]</think>\nMy plan:\n" + CANONICAL,
         # fenced in backticks with bullets and label variants, ':' separators
         "```\n- Model IDs: [2, 0, 2]\n- Subtask: ['Plan', 'Implement', 'Check']\n- Access: [[], ['all'], 'all']\n```",
-        "* model id = [2,0,2]\n* subtasks = [Plan, Implement, Check]\n* access list = [[], \"all\", \"all\"]",
+        '* model id = [2,0,2]\n* subtasks = [Plan, Implement, Check]\n* access list = [[], "all", "all"]',
         # JSON with true/false style content falls back from literal_eval to JSON
         'model_id: [2, 0, 2]\nsubtasks: ["Plan", "Implement", "Check"]\naccess_list: [[], ["all"], ["all"]]',
         # an unterminated think block opened by the chat template: text after </think> counts
@@ -52,10 +52,7 @@ def test_lenient_variants(text: str) -> None:
 
 
 def test_last_complete_set_wins() -> None:
-    text = (
-        'model_id = [0]\nsubtasks = ["first draft"]\naccess_list = [[]]\n'
-        "Actually, better:\n" + CANONICAL + "\nmodel_id = [1]  (an incomplete trailing set is ignored)"
-    )
+    text = 'model_id = [0]\nsubtasks = ["first draft"]\naccess_list = [[]]\nActually, better:\n' + CANONICAL + "\nmodel_id = [1]  (an incomplete trailing set is ignored)"
     assert [s.worker for s in parse(text).steps] == [2, 0, 2]
 
 
@@ -101,6 +98,7 @@ def test_non_text_action_is_a_workflow_error() -> None:
 
 # ------------------------------------------------------------------------ properties
 
+
 @settings(max_examples=400, deadline=None)
 @given(st.text())
 def test_any_text_raises_only_workflow_error(text: str) -> None:
@@ -112,9 +110,21 @@ def test_any_text_raises_only_workflow_error(text: str) -> None:
 
 _LISTY = st.lists(
     st.one_of(
-        st.just("model_id = "), st.just("subtasks: "), st.just("access_list="), st.just("["), st.just("]"),
-        st.just('"all"'), st.just("'"), st.just('"'), st.just(","), st.just("<think>"), st.just("</think>"),
-        st.just("`"), st.just("\n- "), st.integers(-3, 9).map(str), st.text(max_size=5),
+        st.just("model_id = "),
+        st.just("subtasks: "),
+        st.just("access_list="),
+        st.just("["),
+        st.just("]"),
+        st.just('"all"'),
+        st.just("'"),
+        st.just('"'),
+        st.just(","),
+        st.just("<think>"),
+        st.just("</think>"),
+        st.just("`"),
+        st.just("\n- "),
+        st.integers(-3, 9).map(str),
+        st.text(max_size=5),
     ),
     max_size=40,
 ).map("".join)

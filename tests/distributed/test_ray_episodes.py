@@ -177,8 +177,26 @@ def test_grpo_reward_graded_on_ray_matches_the_local_reward(cluster):
 
 def test_eval_cli_runs_on_the_cluster(cluster, tmp_path):
     out = tmp_path / "cli"
-    command = [sys.executable, "-m", "conductor_env.cli", "eval", "--env", "Conductor-RG-v0", "--policy", "single:0", "--pool", "simulated",
-               "--n", "4", "--out", str(out), "--ray", cluster.address, "--ray-workers", "2"]
+    command = [
+        sys.executable,
+        "-m",
+        "conductor_env.cli",
+        "eval",
+        "--env",
+        "Conductor-RG-v0",
+        "--policy",
+        "single:0",
+        "--pool",
+        "simulated",
+        "--n",
+        "4",
+        "--out",
+        str(out),
+        "--ray",
+        cluster.address,
+        "--ray-workers",
+        "2",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(results_lines(out)) == 4
@@ -189,7 +207,6 @@ def test_two_real_grpo_steps_rewarded_on_ray(cluster, tmp_path):
     from conductor_env.agents.training import EnvSettings, GRPORecipe, GRPOSettings, build_trainer
     from conductor_env.agents.training.reward import REWARD_NAME
     from conductor_env.distributed import RayEnvFactory
-    from conductor_env.envs import EnvSetup
 
     env = EnvSettings(suite_options={"datasets": ["basic_arithmetic", "spell_backward"], "size": 3}, options={"examples": "none"}, problems=4)
     setup = env.setup()

@@ -110,11 +110,9 @@ def test_hostile_programs_through_ray_are_wrong_not_unscored(hosts):
     from test_sandbox_attribution import TREES, _program, _run  # noqa: PLC0415
 
     limits = Limits(wall_s=20.0, memory_mb=512, processes=32, file_size_mb=8, open_files=64, output_bytes=1 << 16)
-    suite = BigCodeBenchSuite(data_files=str(tests_root / "fixtures" / "bigcodebench" / "bcb_sample.jsonl"),
-                              sandbox=hosts, limits=limits)
+    suite = BigCodeBenchSuite(data_files=str(tests_root / "fixtures" / "bigcodebench" / "bcb_sample.jsonl"), sandbox=hosts, limits=limits)
     problem = suite.problems()[0]
-    for name in ("return_mock_any", "return_always_equal", "replace_assert_code", "replace_tests_in_call",
-                 "audit_hook_patches_tests", "gc_callback_patches_tests", "replace_json_encoder"):
+    for name in ("return_mock_any", "return_always_equal", "replace_assert_code", "replace_tests_in_call", "audit_hook_patches_tests", "gc_callback_patches_tests", "replace_json_encoder"):
         score = suite.verify(problem, block(HOSTILE[name]))
         assert not score.correct and score.reason, (name, score)
     assert suite.verify(problem, suite.reference_response(problem)).correct

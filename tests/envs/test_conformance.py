@@ -18,13 +18,13 @@ from gymnasium.wrappers import PassiveEnvChecker, RecordEpisodeStatistics, TimeL
 from gymnasium.wrappers.vector import RecordEpisodeStatistics as VectorRecordEpisodeStatistics
 
 import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.calls import RetryPolicy
 from conductor_env.envs import EnvSetup
 from conductor_env.info import StepInfo
 from conductor_env.sandboxes.factory import docker_available
-from conductor_env.tasks import BUILTIN_SUITES, env_id_for
 from conductor_env.suite import VerifierError
+from conductor_env.tasks import BUILTIN_SUITES, env_id_for
 from conductor_env.tasks.suites.procedural import ReasoningGymSuite
-from conductor_env.calls import RetryPolicy
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SUITES = FIXTURES / "suites"
@@ -258,8 +258,13 @@ def one_step(worker: int) -> str:
 def test_info_schema_holds_across_every_outcome_in_one_batch(mode: str, vector_kwargs: dict[str, Any], tmp_path: Path) -> None:
     """A frame opening, a scored round, a parse error and a worker failure, side by side."""
     envs = make_vec(
-        "Conductor-RG-v0", mode, vector_kwargs, num_envs=4,
-        pool=sure_pool_file(tmp_path), self_call=True, retry=RetryPolicy(max_attempts=1),
+        "Conductor-RG-v0",
+        mode,
+        vector_kwargs,
+        num_envs=4,
+        pool=sure_pool_file(tmp_path),
+        self_call=True,
+        retry=RetryPolicy(max_attempts=1),
     )
     _, infos = envs.reset(seed=0)
     assert_vector_info(infos, 4)

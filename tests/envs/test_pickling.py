@@ -4,8 +4,8 @@ subprocess vector envs started with ``spawn`` (Gymnasium's AsyncVectorEnv, SB3's
 from __future__ import annotations
 
 import copy
-import os
 import functools
+import os
 import pickle
 from pathlib import Path
 from typing import Any, Callable
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import conductor_env  # noqa: F401  (registers the gym ids)
-from conductor_env.envs import EnvSetup
 from conductor_env.agents.training.sb3 import RoutingEnv
+from conductor_env.envs import EnvSetup
 from conductor_env.sandboxes import docker_available, get_sandbox
 from conductor_env.tasks import BUILTIN_SUITES, env_id_for
 from conductor_env.workers.base import WorkerSpec
@@ -304,7 +304,6 @@ def _step_unpickled(data: bytes, action: str) -> tuple:
         return outcome(env.step(action))
     finally:
         env.close()
-
 
 
 @pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])

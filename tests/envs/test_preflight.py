@@ -9,6 +9,7 @@ import itertools
 import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.calls import WorkerError
 from conductor_env.envs.preflight import (
     PreflightError,
     check_conductor_env,
@@ -16,7 +17,6 @@ from conductor_env.envs.preflight import (
     missing_api_keys,
     required_key_variable,
 )
-from conductor_env.calls import WorkerError
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
 

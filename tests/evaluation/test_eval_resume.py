@@ -24,8 +24,20 @@ def command(out: Path) -> list[str]:
     base = [str(script)] if script.exists() else [sys.executable, "-m", "conductor_env.cli"]
     policies = [arg for spec in POLICIES for arg in ("--policy", spec)]
     return base + [
-        "eval", "--env", "Conductor-RG-v0", *policies, "--pool", str(FIXTURES / "slow_pool.toml"),
-        "--n", str(N), "--concurrency", "3", "--seed", "5", "--out", str(out),
+        "eval",
+        "--env",
+        "Conductor-RG-v0",
+        *policies,
+        "--pool",
+        str(FIXTURES / "slow_pool.toml"),
+        "--n",
+        str(N),
+        "--concurrency",
+        "3",
+        "--seed",
+        "5",
+        "--out",
+        str(out),
     ]
 
 

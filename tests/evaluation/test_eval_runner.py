@@ -10,18 +10,16 @@ import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.agents.base import ActionUsage, Observation, Policy
+from conductor_env.calls import RetryPolicy
 from conductor_env.evaluation import EvalConfig, EvalConfigError, evaluate, read_results
 from conductor_env.evaluation.runner import ProgressReporter, plan_episodes
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
-from conductor_env.calls import RetryPolicy
 
 RG = "Conductor-RG-v0"
 SOLVE_WITH_0 = 'model_id = [0]\nsubtasks = ["Solve the task."]\naccess_list = [[]]'
 SOLVE_WITH_1 = 'model_id = [1]\nsubtasks = ["Solve the task."]\naccess_list = [[]]'
-PLAN_SOLVE_CHECK = (
-    'model_id = [1, 0, 0]\nsubtasks = ["Plan.", "Solve using the plan.", "Check and answer."]\naccess_list = [[], "all", "all"]'
-)
+PLAN_SOLVE_CHECK = 'model_id = [1, 0, 0]\nsubtasks = ["Plan.", "Solve using the plan.", "Check and answer."]\naccess_list = [[], "all", "all"]'
 FAST_RETRY = RetryPolicy(max_attempts=2, base_delay_s=0.001, max_delay_s=0.002)
 
 
@@ -108,10 +106,38 @@ def test_records_carry_every_field_and_grade_real_answers(tmp_path: Path) -> Non
     on_disk = lines(tmp_path)
     assert len(on_disk) == 12
     expected = {
-        "env_id", "pool", "policy", "problem_id", "problem_index", "sample", "seed", "domain", "question", "correct",
-        "score", "reward", "reason", "test_set", "answer", "parse_error", "parse_detail", "infra_error", "cost_usd", "tokens",
-        "conductor_tokens", "conductor_cost_usd", "wall_s", "worker_wall_s", "rounds", "action", "workflow", "trace", "frames", "earlier_rounds",
-        "worker_map", "timestamp",
+        "env_id",
+        "pool",
+        "policy",
+        "problem_id",
+        "problem_index",
+        "sample",
+        "seed",
+        "domain",
+        "question",
+        "correct",
+        "score",
+        "reward",
+        "reason",
+        "test_set",
+        "answer",
+        "parse_error",
+        "parse_detail",
+        "infra_error",
+        "cost_usd",
+        "tokens",
+        "conductor_tokens",
+        "conductor_cost_usd",
+        "wall_s",
+        "worker_wall_s",
+        "rounds",
+        "action",
+        "workflow",
+        "trace",
+        "frames",
+        "earlier_rounds",
+        "worker_map",
+        "timestamp",
     }
     for record in on_disk:
         assert expected <= set(record)

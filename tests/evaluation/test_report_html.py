@@ -12,12 +12,12 @@ import pytest
 
 import conductor_env  # noqa: F401
 from conductor_env.agents.base import Observation, Policy
+from conductor_env.calls import RetryPolicy
 from conductor_env.evaluation import EvalConfig, evaluate
 from conductor_env.evaluation.browser import find_browser, render_page
 from conductor_env.evaluation.report import build_report
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
-from conductor_env.calls import RetryPolicy
 
 pytestmark = pytest.mark.skipif(find_browser() is None, reason="needs Debian's chromium (scripts/setup_system.sh installs it)")
 

@@ -14,9 +14,23 @@ from conductor_env.evaluation.summary import PolicySummary
 
 def summary(policy: str, accuracy: float, usd: float, tokens: float = 100.0, scored: int = 20) -> PolicySummary:
     return PolicySummary(
-        policy=policy, env_id="Conductor-RG-v0", pool="simulated", episodes=scored, scored=scored,
-        correct=round(accuracy * scored), accuracy=accuracy, ci_low=max(0.0, accuracy - 0.2), ci_high=min(1.0, accuracy + 0.2),
-        mean_tokens=tokens, mean_usd=usd, mean_conductor_tokens=0.0, mean_conductor_usd=0.0, mean_latency_s=1.0, parse_errors=0, parse_error_rate=0.0, infra_errors=0,
+        policy=policy,
+        env_id="Conductor-RG-v0",
+        pool="simulated",
+        episodes=scored,
+        scored=scored,
+        correct=round(accuracy * scored),
+        accuracy=accuracy,
+        ci_low=max(0.0, accuracy - 0.2),
+        ci_high=min(1.0, accuracy + 0.2),
+        mean_tokens=tokens,
+        mean_usd=usd,
+        mean_conductor_tokens=0.0,
+        mean_conductor_usd=0.0,
+        mean_latency_s=1.0,
+        parse_errors=0,
+        parse_error_rate=0.0,
+        infra_errors=0,
     )
 
 
@@ -61,11 +75,7 @@ def test_report_of_an_empty_results_file_says_so(tmp_path: Path) -> None:
 
 
 def test_report_orders_policies_as_the_run_listed_them(tmp_path: Path) -> None:
-    rows = [
-        {"env_id": "Conductor-RG-v0", "pool": "simulated", "policy": p, "problem_id": f"q{i}", "sample": 0, "correct": i % 2 == 0, "cost_usd": 0.001}
-        for p in ("zeta", "alpha")
-        for i in range(3)
-    ]
+    rows = [{"env_id": "Conductor-RG-v0", "pool": "simulated", "policy": p, "problem_id": f"q{i}", "sample": 0, "correct": i % 2 == 0, "cost_usd": 0.001} for p in ("zeta", "alpha") for i in range(3)]
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (tmp_path / "run.json").write_text(json.dumps({"policies": ["zeta", "alpha"]}))
     report = build_report(tmp_path)

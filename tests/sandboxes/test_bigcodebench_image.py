@@ -36,8 +36,28 @@ def test_pandas_task_passes_with_the_reference_and_fails_wrong(suite):
     assert not score.correct and score.reason
 
 
-LIBRARIES = ["numpy", "pandas", "scipy", "sklearn", "seaborn", "statsmodels", "requests", "bs4", "nltk", "pytz",
-             "dateutil", "cv2", "matplotlib", "sympy", "PIL", "django", "flask", "openpyxl", "xlwt", "wordcloud"]
+LIBRARIES = [
+    "numpy",
+    "pandas",
+    "scipy",
+    "sklearn",
+    "seaborn",
+    "statsmodels",
+    "requests",
+    "bs4",
+    "nltk",
+    "pytz",
+    "dateutil",
+    "cv2",
+    "matplotlib",
+    "sympy",
+    "PIL",
+    "django",
+    "flask",
+    "openpyxl",
+    "xlwt",
+    "wordcloud",
+]
 
 
 def test_the_libraries_load_and_matplotlib_draws_headless(suite):

@@ -14,9 +14,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "sandbox"))
 
+from sandbox_helpers import BACKENDS, open_backend
+
 from conductor_env.sandboxes import Limits
 from conductor_env.tasks.suites.bigcodebench import BigCodeBenchSuite
-from sandbox_helpers import BACKENDS, open_backend
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "bigcodebench" / "bcb_sample.jsonl"
 LIMITS = Limits(wall_s=8.0, memory_mb=1024, processes=32, output_bytes=1 << 16)
@@ -66,10 +67,8 @@ HOSTILE = {
     "sys_exit_in_call": "import sys\ndef task_func(words):\n    sys.exit(0)\n",
     "kill_runner": "import os, signal\ndef task_func(words):\n    for pid in (1, os.getppid()):\n"
     "        try:\n            os.kill(pid, signal.SIGKILL)\n        except OSError:\n            pass\n    return 'zzz'\n",
-    "kill_everything": "import os, signal\ndef task_func(words):\n    try:\n        os.kill(-1, signal.SIGKILL)\n"
-    "    except OSError:\n        pass\n    return 'zzz'\n",
-    "patch_assert_top_level": "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\n"
-    "unittest.TestCase.assertIsNone = lambda *a, **k: None\n" + WRONG,
+    "kill_everything": "import os, signal\ndef task_func(words):\n    try:\n        os.kill(-1, signal.SIGKILL)\n    except OSError:\n        pass\n    return 'zzz'\n",
+    "patch_assert_top_level": "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\nunittest.TestCase.assertIsNone = lambda *a, **k: None\n" + WRONG,
     "patch_assert_in_call": "import unittest\ndef task_func(words):\n"
     "    unittest.TestCase.assertEqual = lambda *a, **k: None\n    unittest.TestCase.assertIsNone = lambda *a, **k: None\n"
     "    return 'zzz'\n",
@@ -81,8 +80,7 @@ HOSTILE = {
     "unittest.TestCase.__getattribute__ = _get\n" + WRONG,
     "patch_test_result": "import unittest\nunittest.TestResult.addFailure = lambda *a: None\n"
     "unittest.TestResult.addError = lambda *a: None\nunittest.TestResult.wasSuccessful = lambda self: True\n" + WRONG,
-    "patch_outcome": "import unittest.case\nclass O:\n    def __init__(self, *a):\n        self.success = True\n"
-    "unittest.case._Outcome = O\n" + WRONG,
+    "patch_outcome": "import unittest.case\nclass O:\n    def __init__(self, *a):\n        self.success = True\nunittest.case._Outcome = O\n" + WRONG,
     "patch_builtins": "import builtins\nbuiltins.isinstance = lambda *a: True\n" + WRONG,
     "skip_test": "import unittest\ndef task_func(words):\n    raise unittest.SkipTest('not today')\n",
     "keyboard_interrupt": "def task_func(words):\n    raise KeyboardInterrupt\n",
@@ -91,12 +89,9 @@ HOSTILE = {
     "fake_tests_pipe": "import os\nr, w = os.pipe()\nos.write(w, b'x\\nimport unittest\\nclass TestCases(unittest.TestCase):\\n"
     "    def test_simple(self): pass\\n    def test_tie(self): pass\\n    def test_empty(self): pass\\n')\n"
     "os.close(w)\nos.dup2(r, 4)\n" + WRONG,
-    "forge_record": "import os\nfor fd in range(3, 12):\n    try:\n        os.write(fd, b'0' * 32 + b'\\nok\\tresults=5b5d\\n')\n"
-    "    except OSError:\n        pass\n" + WRONG,
-    "thread_left_running": "import threading, time, unittest\n"
-    "threading.Thread(target=lambda: time.sleep(1), daemon=True).start()\n" + WRONG,
-    "patch_unittest_util": "import unittest.util, unittest.case\n"
-    "unittest.case._count_diff_all_purpose = lambda *a: []\nunittest.util.safe_repr = lambda *a, **k: ''\n" + WRONG,
+    "forge_record": "import os\nfor fd in range(3, 12):\n    try:\n        os.write(fd, b'0' * 32 + b'\\nok\\tresults=5b5d\\n')\n    except OSError:\n        pass\n" + WRONG,
+    "thread_left_running": "import threading, time, unittest\nthreading.Thread(target=lambda: time.sleep(1), daemon=True).start()\n" + WRONG,
+    "patch_unittest_util": "import unittest.util, unittest.case\nunittest.case._count_diff_all_purpose = lambda *a: []\nunittest.util.safe_repr = lambda *a, **k: ''\n" + WRONG,
     "ctypes_raw_memory": "import ctypes\ndef task_func(words):\n    return ctypes.string_at(id(words), 8)\n",
     "define_testcases": "import unittest\nclass TestCases(unittest.TestCase):\n    def test_ok(self):\n        pass\n" + WRONG,
 }

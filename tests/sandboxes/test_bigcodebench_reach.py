@@ -17,8 +17,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "sandbox"))
 
-from conductor_env.tasks.suites.bigcodebench import BigCodeBenchSuite
 from sandbox_helpers import BACKENDS, open_backend
+
+from conductor_env.tasks.suites.bigcodebench import BigCodeBenchSuite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_bigcodebench_integrity import LIMITS, SAMPLE, block  # noqa: E402 - the first battery's fixtures
@@ -65,21 +66,16 @@ def grade(suite: BigCodeBenchSuite, code: str, task: int = 0):
 
 HOSTILE = {
     # What the program binds never reaches the tests' globals.
-    "rebind_prompt_module": "import types\ncollections = types.SimpleNamespace(Counter=lambda words: "
-    "types.SimpleNamespace(most_common=lambda n: [('zzz', 1)]))\n" + CONSTANT,
+    "rebind_prompt_module": "import types\ncollections = types.SimpleNamespace(Counter=lambda words: types.SimpleNamespace(most_common=lambda n: [('zzz', 1)]))\n" + CONSTANT,
     # Code left to run between test calls.
     "gc_callback_patches_tests": PATCH_TESTS + "import gc\ngc.callbacks.append(_patch_tests)\n" + CONSTANT,
-    "finalizer_patches_tests": PATCH_TESTS + "import weakref\nclass Holder:\n    pass\n_cycle = Holder()\n"
-    "_cycle.me = _cycle\nweakref.finalize(_cycle, _patch_tests)\ndel _cycle\n" + CONSTANT,
-    "del_in_cycle_patches_tests": PATCH_TESTS + "class Bomb:\n    def __del__(self):\n        _patch_tests()\n"
-    "def task_func(words):\n    bomb = Bomb()\n    bomb.me = bomb\n    return 'zzz'\n",
-    "timer_signal_patches_tests": PATCH_TESTS + "import signal\nsignal.signal(signal.SIGALRM, _patch_tests)\n"
-    "signal.setitimer(signal.ITIMER_REAL, 0.01, 0.01)\n" + CONSTANT,
+    "finalizer_patches_tests": PATCH_TESTS + "import weakref\nclass Holder:\n    pass\n_cycle = Holder()\n_cycle.me = _cycle\nweakref.finalize(_cycle, _patch_tests)\ndel _cycle\n" + CONSTANT,
+    "del_in_cycle_patches_tests": PATCH_TESTS + "class Bomb:\n    def __del__(self):\n        _patch_tests()\ndef task_func(words):\n    bomb = Bomb()\n    bomb.me = bomb\n    return 'zzz'\n",
+    "timer_signal_patches_tests": PATCH_TESTS + "import signal\nsignal.signal(signal.SIGALRM, _patch_tests)\nsignal.setitimer(signal.ITIMER_REAL, 0.01, 0.01)\n" + CONSTANT,
     "signal_handler_installed_in_call": PATCH_TESTS + "import signal, os\ndef task_func(words):\n"
     "    signal.signal(signal.SIGUSR1, _patch_tests)\n    os.kill(os.getpid(), signal.SIGUSR1)\n    return 'zzz'\n",
     "audit_hook_patches_tests": PATCH_TESTS + "import sys\nsys.addaudithook(lambda event, args: _patch_tests())\n" + CONSTANT,
-    "timer_thread_patches_tests": PATCH_TESTS + "import threading\nthreading.Timer(0.0, _patch_tests).start()\n"
-    "import time\ntime.sleep(0.2)\n" + CONSTANT,
+    "timer_thread_patches_tests": PATCH_TESTS + "import threading\nthreading.Timer(0.0, _patch_tests).start()\nimport time\ntime.sleep(0.2)\n" + CONSTANT,
     "thread_left_by_a_call": PATCH_TESTS + "import threading, time\ndef task_func(words):\n"
     "    threading.Thread(target=lambda: (time.sleep(0.05), _patch_tests()), daemon=True).start()\n    return 'zzz'\n",
     "sys_unraisablehook": PATCH_TESTS + "import sys\nsys.unraisablehook = lambda *a: _patch_tests()\n" + CONSTANT,
@@ -89,33 +85,23 @@ HOSTILE = {
     "replace_assert_code": "import unittest\nunittest.TestCase.assertEqual.__code__ = "
     "(lambda self, first, second, msg=None: None).__code__\n"
     "unittest.TestCase.assertIsNone.__code__ = (lambda self, obj, msg=None: None).__code__\n" + CONSTANT,
-    "replace_assert_code_in_call": "import unittest\ndef task_func(words):\n"
-    "    unittest.TestCase.assertEqual.__code__ = (lambda self, first, second, msg=None: None).__code__\n"
-    "    return 'zzz'\n",
-    "replace_assert_defaults": "import unittest\nunittest.TestCase.assertAlmostEqual.__defaults__ = (None, None, 1e300)\n"
-    + CONSTANT,
+    "replace_assert_code_in_call": "import unittest\ndef task_func(words):\n    unittest.TestCase.assertEqual.__code__ = (lambda self, first, second, msg=None: None).__code__\n    return 'zzz'\n",
+    "replace_assert_defaults": "import unittest\nunittest.TestCase.assertAlmostEqual.__defaults__ = (None, None, 1e300)\n" + CONSTANT,
     # The verdict's serialiser.
     "replace_json_encoder": "import json\nclass Forged:\n    def encode(self, obj):\n"
     "        return json.__dict__['_real'](obj).replace('fail', 'pass').replace('error', 'pass')\n"
     "json._real = json.JSONEncoder().encode\njson._default_encoder = Forged()\n" + CONSTANT,
     # Values that answer comparisons themselves.
     "return_mock_any": "from unittest.mock import ANY\ndef task_func(words):\n    return ANY if words else None\n",
-    "return_mock_any_in_list": "from unittest import mock\nclass L(list):\n    pass\n"
-    "def task_func(words):\n    return mock.ANY if words else None\n",
-    "return_always_equal": "class E:\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n"
-    "def task_func(words):\n    return E() if words else None\n",
-    "return_always_equal_made_in_call": "def task_func(words):\n"
-    "    E = type('E', (), {'__eq__': lambda self, other: True})\n    return E() if words else None\n",
-    "return_str_subclass_equal": "class S(str):\n    def __eq__(self, other):\n        return True\n"
-    "    __hash__ = str.__hash__\ndef task_func(words):\n    return S('zzz') if words else None\n",
+    "return_mock_any_in_list": "from unittest import mock\nclass L(list):\n    pass\ndef task_func(words):\n    return mock.ANY if words else None\n",
+    "return_always_equal": "class E:\n    def __eq__(self, other):\n        return True\n    __hash__ = None\ndef task_func(words):\n    return E() if words else None\n",
+    "return_always_equal_made_in_call": "def task_func(words):\n    E = type('E', (), {'__eq__': lambda self, other: True})\n    return E() if words else None\n",
+    "return_str_subclass_equal": "class S(str):\n    def __eq__(self, other):\n        return True\n    __hash__ = str.__hash__\ndef task_func(words):\n    return S('zzz') if words else None\n",
     "return_always_equal_compiled_as_a_library": "import json\n"
     "exec(compile('class E:\\n    def __eq__(self, other):\\n        return True\\n', json.__file__, 'exec'), vars(json))\n"
     "def task_func(words):\n    return json.E() if words else None\n",
-    "return_mock_with_eq": "from unittest import mock\ndef task_func(words):\n    m = mock.MagicMock()\n"
-    "    m.__eq__ = lambda self, other: True\n    return m if words else None\n",
-    "return_mock_eq_return_value": "from unittest import mock\ndef task_func(words):\n    m = mock.MagicMock()\n"
-    "    m.__eq__.return_value = True\n    return m if words else None\n",
-
+    "return_mock_with_eq": "from unittest import mock\ndef task_func(words):\n    m = mock.MagicMock()\n    m.__eq__ = lambda self, other: True\n    return m if words else None\n",
+    "return_mock_eq_return_value": "from unittest import mock\ndef task_func(words):\n    m = mock.MagicMock()\n    m.__eq__.return_value = True\n    return m if words else None\n",
     "rebind_entry_point_in_tests_globals": "import unittest\n_calls = []\ndef task_func(words):\n"
     "    for case in unittest.TestCase.__subclasses__():\n        for name, value in vars(case).items():\n"
     "            if name.startswith('test'):\n                value.__globals__['task_func'] = lambda w: 'a' if w else None\n"
@@ -173,11 +159,8 @@ LIBRARY_HOSTILE = {
     "asserters.assert_almost_equal = lambda *a, **k: None\nasserters.assert_series_equal = lambda *a, **k: None\n"
     "asserters.assert_index_equal = lambda *a, **k: None\n"
     "def task_func(values):\n    return pd.DataFrame({'value': values, 'square': values})\n",
-    "patch_dataframe_equals_in_call": "import pandas as pd\n"
-    "def task_func(values):\n    pd.DataFrame.equals = lambda self, other: True\n    return pd.DataFrame({'value': values})\n",
-    "dataframe_subclass_answers": "import pandas as pd\nclass F(pd.DataFrame):\n"
-    "    def __eq__(self, other):\n        return True\n"
-    "def task_func(values):\n    return F({'value': values})\n",
+    "patch_dataframe_equals_in_call": "import pandas as pd\ndef task_func(values):\n    pd.DataFrame.equals = lambda self, other: True\n    return pd.DataFrame({'value': values})\n",
+    "dataframe_subclass_answers": "import pandas as pd\nclass F(pd.DataFrame):\n    def __eq__(self, other):\n        return True\ndef task_func(values):\n    return F({'value': values})\n",
     "replace_pandas_module": "import sys, types, pandas\nfake = types.ModuleType('pandas')\n"
     "fake.__dict__.update(vars(pandas))\nfake.testing = types.SimpleNamespace(assert_frame_equal=lambda *a, **k: None)\n"
     "sys.modules['pandas'] = fake\ndef task_func(values):\n    return pandas.DataFrame({'value': values})\n",
@@ -192,8 +175,7 @@ def bcb_image():
     try:
         opened = default_sandbox(pool_size=1)
     except SandboxUnavailable as error:
-        pytest.skip(f"the BigCodeBench image is not available ({error}); build it with "
-                    "`sudo conductor-env sandbox build --variant bigcodebench`")
+        pytest.skip(f"the BigCodeBench image is not available ({error}); build it with `sudo conductor-env sandbox build --variant bigcodebench`")
     yield BigCodeBenchSuite(data_files=str(SAMPLE), sandbox=opened)
     opened.close()
 

@@ -13,10 +13,7 @@ from conductor_env.sandboxes.proxy import MAX_DEPTH, ProxyError, decode, encode
 
 PLAIN = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text() | st.binary(),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.tuples(inner, inner)
-    | st.dictionaries(st.text() | st.integers(), inner, max_size=4)
-    | st.frozensets(st.integers() | st.text(), max_size=4),
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner) | st.dictionaries(st.text() | st.integers(), inner, max_size=4) | st.frozensets(st.integers() | st.text(), max_size=4),
     max_leaves=20,
 )
 
@@ -50,9 +47,25 @@ def test_values_with_behaviour_are_refused(value):
 @pytest.mark.parametrize(
     "text",
     [
-        "", "nan", "[1,", '{"t": 1}', '{"s": [[1]]}', '{"d": [[1]]}', '{"d": [[[1], 2]]}', '{"i": "zz"}',
-        '{"i": ""}', '{"f": "1.5"}', '{"b": "xyz"}', '{"c": [1]}', '{"c": ["a", 1]}', '{"q": []}', '{"t": [], "s": []}',
-        "1" * 5000, "[" * 100_000 + "]" * 100_000, "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5), b"\xff\xfe",
+        "",
+        "nan",
+        "[1,",
+        '{"t": 1}',
+        '{"s": [[1]]}',
+        '{"d": [[1]]}',
+        '{"d": [[[1], 2]]}',
+        '{"i": "zz"}',
+        '{"i": ""}',
+        '{"f": "1.5"}',
+        '{"b": "xyz"}',
+        '{"c": [1]}',
+        '{"c": ["a", 1]}',
+        '{"q": []}',
+        '{"t": [], "s": []}',
+        "1" * 5000,
+        "[" * 100_000 + "]" * 100_000,
+        "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5),
+        b"\xff\xfe",
     ],
 )
 def test_malformed_messages_are_proxy_errors(text):

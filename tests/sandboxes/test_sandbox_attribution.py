@@ -16,23 +16,22 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "sandbox"))
 
+from sandbox_helpers import BACKENDS, open_backend
+
 from conductor_env.sandboxes import Limits
 from conductor_env.sandboxes.wire import ProtocolError
 from conductor_env.suite import VerifierError
 from conductor_env.tasks.sandboxed import summarize_report
-from sandbox_helpers import BACKENDS, open_backend
 
 LIMITS = Limits(wall_s=20.0, memory_mb=512, processes=32, file_size_mb=8, open_files=64, output_bytes=1 << 16)
 
 #: Each builds a tree the clean-up must survive, then answers wrongly.
 TREES = {
-    "deep_tree": "import os\nos.chdir(os.environ.get('TMPDIR', '.'))\nfor _ in range(3000):\n"
-    "    os.mkdir('d'); os.chdir('d')\n",
+    "deep_tree": "import os\nos.chdir(os.environ.get('TMPDIR', '.'))\nfor _ in range(3000):\n    os.mkdir('d'); os.chdir('d')\n",
     "locked_directories": "import os\nbase = os.environ.get('TMPDIR', '.')\nfor i in range(20):\n"
     "    p = os.path.join(base, f'locked{i}'); os.mkdir(p); open(os.path.join(p, 'f'), 'w').close()\n"
     "    os.chmod(p, 0)\nos.chmod(base, 0o500)\n",
-    "long_names": "import os\nos.chdir(os.environ.get('TMPDIR', '.'))\nfor _ in range(40):\n"
-    "    name = 'n' * 250\n    os.mkdir(name); os.chdir(name)\n",
+    "long_names": "import os\nos.chdir(os.environ.get('TMPDIR', '.'))\nfor _ in range(40):\n    name = 'n' * 250\n    os.mkdir(name); os.chdir(name)\n",
 }
 
 
@@ -51,10 +50,7 @@ def _program(kind: str, tree: str) -> str:
     return tree + "def task_func(words):\n    return 'zzz'\n"
 
 
-UNITTEST = (
-    "import unittest\nclass TestCases(unittest.TestCase):\n"
-    "    def test_one(self):\n        self.assertEqual(task_func(['a']), 'a')\n"
-)
+UNITTEST = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_one(self):\n        self.assertEqual(task_func(['a']), 'a')\n"
 
 
 def _run(sandbox, kind: str, program: str):
@@ -72,8 +68,7 @@ def test_a_tree_the_cleanup_cannot_walk_is_a_wrong_answer(sandbox, kind, tree):
     assert report.error is None, report.error  # scored, not "not scored"
     assert not report.passed
     # The sandbox still serves: an honest program passes next.
-    honest = {"stdin": "print('right')\n", "functional": "def answer(x):\n    return x\n",
-              "unittest": "def task_func(words):\n    return words[0]\n"}[kind]
+    honest = {"stdin": "print('right')\n", "functional": "def answer(x):\n    return x\n", "unittest": "def task_func(words):\n    return words[0]\n"}[kind]
     assert _run(sandbox, kind, honest).passed
 
 

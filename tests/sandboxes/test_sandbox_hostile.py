@@ -136,14 +136,17 @@ def test_writes_outside_the_work_dir_do_not_reach_the_host_or_the_next_job(sandb
     token = uuid.uuid4().hex
     report = run(sandbox, "write_outside", stdin=token)
     assert report.tests[0].verdict == "wrong"  # it printed what it wrote; no answer was expected
-    for path in (f"/tmp/conductor-pwned-{token}", f"/var/tmp/conductor-pwned-{token}", f"/dev/shm/conductor-pwned-{token}",
-                 f"/root/conductor-pwned-{token}", f"/etc/conductor-pwned-{token}", f"/usr/conductor-pwned-{token}",
-                 f"/conductor-pwned-{token}"):
+    for path in (
+        f"/tmp/conductor-pwned-{token}",
+        f"/var/tmp/conductor-pwned-{token}",
+        f"/dev/shm/conductor-pwned-{token}",
+        f"/root/conductor-pwned-{token}",
+        f"/etc/conductor-pwned-{token}",
+        f"/usr/conductor-pwned-{token}",
+        f"/conductor-pwned-{token}",
+    ):
         assert not os.path.exists(path), path
-    probe = (
-        "import glob\n"
-        "print(glob.glob('/tmp/**/conductor-pwned-*', recursive=True) + glob.glob('/dev/shm/conductor-pwned-*'))"
-    )
+    probe = "import glob\nprint(glob.glob('/tmp/**/conductor-pwned-*', recursive=True) + glob.glob('/dev/shm/conductor-pwned-*'))"
     assert sandbox.run_tests(probe, [{"input": "", "output": "[]"}]).passed
     assert_contained(sandbox)
 
@@ -179,9 +182,7 @@ def test_daemonised_children_do_not_outlive_the_test(sandbox):
 def test_leftover_check_sees_a_running_test(sandbox):
     """The check the battery relies on is not vacuous: it lists a test's processes while they run."""
     seen: list[list[str]] = []
-    job = threading.Thread(
-        target=lambda: sandbox.run_tests("import time\ntime.sleep(1.5)\nprint(1)", [{"input": "", "output": "1"}])
-    )
+    job = threading.Thread(target=lambda: sandbox.run_tests("import time\ntime.sleep(1.5)\nprint(1)", [{"input": "", "output": "1"}]))
     job.start()
     for _ in range(100):
         leftovers = sandbox.leftover_processes()

@@ -29,9 +29,7 @@ EARLY_EXITS = {
 
 def program(problem: dict, completion: str, before_checks: str = "") -> str:
     """The reference harness's program: prompt + completion + tests + ``check(entry_point)``."""
-    return (
-        problem["prompt"] + completion + "\n" + before_checks + problem["test"] + "\n" + f"check({problem['entry_point']})\n"
-    )
+    return problem["prompt"] + completion + "\n" + before_checks + problem["test"] + "\n" + f"check({problem['entry_point']})\n"
 
 
 def run_all(sandbox: Sandbox, programs: list[str]) -> list[Report]:

@@ -134,18 +134,27 @@ class FloatSubclass(float):
 
 @pytest.mark.parametrize(
     "value",
-    [Int64Subclass(3), LooksLikeNumpy(), Forged(), FloatSubclass(1.5), [1, LooksLikeNumpy()], {"a": Int64Subclass(0)},
-     np.longdouble(1.5), np.complex128(1), np.datetime64("2020"), np.bytes_(b"x"), {np.str_("k"): 1}],
-    ids=["int64 subclass", "look-alike", "lying metaclass", "float subclass", "nested look-alike",
-         "nested subclass", "longdouble", "complex", "datetime64", "bytes_", "numpy str key"],
+    [
+        Int64Subclass(3),
+        LooksLikeNumpy(),
+        Forged(),
+        FloatSubclass(1.5),
+        [1, LooksLikeNumpy()],
+        {"a": Int64Subclass(0)},
+        np.longdouble(1.5),
+        np.complex128(1),
+        np.datetime64("2020"),
+        np.bytes_(b"x"),
+        {np.str_("k"): 1},
+    ],
+    ids=["int64 subclass", "look-alike", "lying metaclass", "float subclass", "nested look-alike", "nested subclass", "longdouble", "complex", "datetime64", "bytes_", "numpy str key"],
 )
 def test_numpy_look_alikes_and_subclasses_are_refused(value):
     copy, problem = runner_child._plain_result(value)
     assert copy is None and problem
 
 
-@pytest.mark.parametrize("value", [np.array([1, 2]), np.array(3), np.array([5]), [np.zeros(2)]],
-                         ids=["array", "0-d", "one element", "nested"])
+@pytest.mark.parametrize("value", [np.array([1, 2]), np.array(3), np.array([5]), [np.zeros(2)]], ids=["array", "0-d", "one element", "nested"])
 def test_numpy_arrays_are_refused_with_a_reason(value):
     copy, problem = runner_child._plain_result(value)
     assert copy is None and "numpy array" in problem
@@ -201,13 +210,11 @@ HOSTILE_NUMPY = {
         "return Fake(3)",
     ),
     "look-alike with item()/tolist()": (
-        ("class int64:\n    def item(self):\n        return 3\n    def tolist(self):\n        return 3\n"
-         "    def __eq__(self, other):\n        return True\nint64.__module__ = 'numpy'\n"),
+        ("class int64:\n    def item(self):\n        return 3\n    def tolist(self):\n        return 3\n    def __eq__(self, other):\n        return True\nint64.__module__ = 'numpy'\n"),
         "return int64()",
     ),
     "fake numpy module": (
-        ("import sys, types\nfake = types.ModuleType('numpy')\n"
-         "class int64(int):\n    pass\nint64.__module__ = 'numpy'\nfake.int64 = int64\nsys.modules['numpy'] = fake\n"),
+        ("import sys, types\nfake = types.ModuleType('numpy')\nclass int64(int):\n    pass\nint64.__module__ = 'numpy'\nfake.int64 = int64\nsys.modules['numpy'] = fake\n"),
         "import numpy\n    return numpy.int64(3)",
     ),
     "numpy array": ("", "return np.array([3])"),
@@ -259,8 +266,7 @@ def test_long_integer_arguments_and_results_pass(box):
 def test_blank_input_lines_are_skipped(box):
     # LiveCodeBench parses every line of a functional input, so a trailing blank line fails
     # every program there; here it is skipped.
-    report = box.run_tests("def f(nums):\n    return sum(nums)\n", [{"input": "[1, 2, 4]\n\n", "output": "7"}],
-                           kind="functional", func_name="f")
+    report = box.run_tests("def f(nums):\n    return sum(nums)\n", [{"input": "[1, 2, 4]\n\n", "output": "7"}], kind="functional", func_name="f")
     assert report.passed, report
 
 
@@ -284,8 +290,7 @@ def test_l1_the_child_gets_the_derived_cpu_limit(box):
 
 
 def test_l1_sleeping_past_the_wall_time_is_a_timeout_though_it_uses_no_cpu(box):
-    report = box.run_tests("import time\ntime.sleep(30)\nprint(1)", [{"input": "", "output": "1"}],
-                           limits=Limits(wall_s=1.0))
+    report = box.run_tests("import time\ntime.sleep(30)\nprint(1)", [{"input": "", "output": "1"}], limits=Limits(wall_s=1.0))
     assert report.tests[0].verdict == "timeout" and "wall-clock" in report.tests[0].detail
 
 

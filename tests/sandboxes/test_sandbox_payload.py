@@ -87,10 +87,10 @@ def test_the_loader_binds_only_the_declared_modules():
     length, _newline, rest = runner_source().partition(b"\n")
     after_the_entry = rest[int(length) :]  # what the entry module reads once BOOT has run it
     with tempfile.TemporaryFile() as handle:
-        handle.write(after_the_entry + b"9\n{\"id\": 1}")
+        handle.write(after_the_entry + b'9\n{"id": 1}')
         handle.seek(0)
         modules = runner.load_payload(handle.fileno())
-        assert os.read(handle.fileno(), 100) == b"9\n{\"id\": 1}"  # the first job stays unread
+        assert os.read(handle.fileno(), 100) == b'9\n{"id": 1}'  # the first job stays unread
     assert list(modules) == list(SHIPPED)
     for name, uses in runner.PAYLOAD:
         module = modules[name]

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "sandb
 
 from sandbox_helpers import FIXTURES, TEST_LIMITS, open_backend  # noqa: E402
 
+import conductor_env.sandboxes.local as local_module  # noqa: E402
 from conductor_env.sandboxes import (  # noqa: E402
     DockerSandbox,
     Limits,
@@ -24,7 +25,6 @@ from conductor_env.sandboxes import (  # noqa: E402
     TestResult,
     get_sandbox,
 )
-import conductor_env.sandboxes.local as local_module  # noqa: E402
 from conductor_env.sandboxes.grading import compare_functional_result, compare_stdin_output  # noqa: E402
 
 
@@ -361,9 +361,7 @@ def test_bad_requests_are_reported_not_raised(sandbox, kwargs, message):
 
 
 async def test_async_runs_concurrently(sandbox):
-    reports = await asyncio.gather(
-        *(sandbox.arun_tests(f"print({n} * 2)", [{"input": "", "output": str(n * 2)}]) for n in range(6))
-    )
+    reports = await asyncio.gather(*(sandbox.arun_tests(f"print({n} * 2)", [{"input": "", "output": str(n * 2)}]) for n in range(6)))
     assert all(report.passed for report in reports)
 
 
@@ -449,12 +447,12 @@ def test_isolated_checks_travel_after_the_header():
     checks = {"checks": "def check(f):\n    assert f(1) == 2\n", "call": "check(f)"}
     job, _expected = build_job("def f(x): return x + 1", [checks], kind="isolated", limits=Limits(), func_name="f")
     length, _newline, rest = encode_job(job).partition(b"\n")
-    header, trailer = json.loads(rest[: int(length)]), rest[int(length):]
+    header, trailer = json.loads(rest[: int(length)]), rest[int(length) :]
     assert "check" not in json.dumps(header["tests"]) and header["checks_bytes"] == len(trailer)
     assert json.loads(trailer) == checks
 
 
-LYING_BUILTINS = r'''
+LYING_BUILTINS = r"""
 import builtins
 real_isinstance, real_len, real_callable = builtins.isinstance, builtins.len, builtins.callable
 
@@ -498,7 +496,7 @@ try:
     print("via_str_subclass ESCAPED", flush=True)
 except BaseException as error:
     print(f"via_str_subclass: {type(error).__name__}", flush=True)
-'''
+"""
 
 
 def test_a_program_replacing_builtins_cannot_talk_the_guard_round(sandbox):

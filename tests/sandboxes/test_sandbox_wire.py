@@ -23,10 +23,7 @@ def _job(kind: str, tests: list, func_name: str | None = None) -> dict:
 
 def test_a_stdin_job_is_one_length_prefixed_json_header():
     frame = wire.encode_job(_job("stdin", [{"input": "1\n", "output": "2"}]))
-    header = (
-        '{"id":"j1","program":"print(1)","kind":"stdin","tests":[{"input":"1\\n"}],"func_name":null,'
-        f'"limits":{LIMITS}}}'
-    ).encode()
+    header = (f'{{"id":"j1","program":"print(1)","kind":"stdin","tests":[{{"input":"1\\n"}}],"func_name":null,"limits":{LIMITS}}}').encode()
     assert frame == str(len(header)).encode() + b"\n" + header
 
 

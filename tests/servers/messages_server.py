@@ -26,7 +26,6 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from conductor_env.calls import WorkerError
-
 from conductor_env.workers.base import Worker
 
 from .transformers_serve import free_port
@@ -82,9 +81,7 @@ class MessagesServer:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
-        self._server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
-        )
+        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"))
         self._thread: threading.Thread | None = None
 
     @property

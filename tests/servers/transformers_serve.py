@@ -92,9 +92,7 @@ class TransformersServe:
             ]  # fmt: skip
             started = time.perf_counter()
             log = open(self.log_path, "ab")
-            self.process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-            )
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
             log.close()
             deadline = started + START_TIMEOUT_S
             while time.perf_counter() < deadline:

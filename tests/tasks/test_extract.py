@@ -140,11 +140,7 @@ def test_extract_choice_other_letter_sets() -> None:
 
 
 def test_extract_code_last_python_block() -> None:
-    text = (
-        "Here's a first attempt:\n```python\nprint(1)\n```\n"
-        "That's slow. Improved version:\n\n```python\nimport sys\nprint(sum(map(int, sys.stdin.read().split())))\n```\n"
-        "This runs in O(n)."
-    )
+    text = "Here's a first attempt:\n```python\nprint(1)\n```\nThat's slow. Improved version:\n\n```python\nimport sys\nprint(sum(map(int, sys.stdin.read().split())))\n```\nThis runs in O(n)."
     assert extract_code(text) == "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
 
 

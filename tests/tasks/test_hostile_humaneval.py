@@ -267,8 +267,9 @@ HONEST = {
     "prints while working": block(SIGNATURE_0 + "\n    print('checking', numbers)" + HONEST_0),
     "with a main guard": block(SIGNATURE_0 + HONEST_0 + "\nif __name__ == '__main__':\n    raise SystemExit(1)\n"),
     "long, within the size bound": block(SIGNATURE_0 + HONEST_0 + "# a comment line\n" * 3_000),
-    "helper and imports": block("import itertools\n\ndef _close(a, b, t):\n    return abs(a - b) < t\n\n"
-                                + SIGNATURE_0 + "\n    return any(_close(a, b, threshold) for a, b in itertools.combinations(numbers, 2))\n"),
+    "helper and imports": block(
+        "import itertools\n\ndef _close(a, b, t):\n    return abs(a - b) < t\n\n" + SIGNATURE_0 + "\n    return any(_close(a, b, threshold) for a, b in itertools.combinations(numbers, 2))\n"
+    ),
 }
 
 
@@ -314,17 +315,13 @@ def test_the_search_pattern_matches_the_checks_but_not_itself():
 
 def test_the_checks_can_be_found_when_they_are_visible(suite, problem):
     """The search programs work: given the checks in their own file, they find them and pass."""
-    visible = ATTACKS["reads the checks: own file"].replace(
-        "return needle.search(open(__file__, 'rb').read()) is not None", "return True"
-    )
+    visible = ATTACKS["reads the checks: own file"].replace("return needle.search(open(__file__, 'rb').read()) is not None", "return True")
     assert suite.verify(problem, visible).correct
 
 
 def test_the_memory_search_finds_what_is_in_memory(suite, problem):
     """The own-memory search works in the sandbox: text the program itself builds is found."""
-    planted = ATTACKS["reads the checks: own memory"].replace(
-        "def _found():", f"PLANTED = {CHECK_TEXT_0[:30]!r} + {CHECK_TEXT_0[30:]!r}\ndef _found():"
-    )
+    planted = ATTACKS["reads the checks: own memory"].replace("def _found():", f"PLANTED = {CHECK_TEXT_0[:30]!r} + {CHECK_TEXT_0[30:]!r}\ndef _found():")
     assert suite.verify(problem, planted).correct
 
 

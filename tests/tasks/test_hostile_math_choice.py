@@ -59,8 +59,7 @@ CHOICE_ATTACKS = {
 }
 #: Answers naming every letter: the grader reads one fixed letter from each, whatever the gold
 #: answer, so they are worth exactly a guess of that letter, never "any of them".
-EVERY_LETTER = ["Answer: A B C D", "Answer: A\nAnswer: B\nAnswer: C\nAnswer: D", "(A)(B)(C)(D)",
-                "Answer: A, B, C, D", "Answer: D > C > B > A", "\\boxed{A}\\boxed{B}\\boxed{C}\\boxed{D}"]
+EVERY_LETTER = ["Answer: A B C D", "Answer: A\nAnswer: B\nAnswer: C\nAnswer: D", "(A)(B)(C)(D)", "Answer: A, B, C, D", "Answer: D > C > B > A", "\\boxed{A}\\boxed{B}\\boxed{C}\\boxed{D}"]
 
 
 @pytest.fixture(scope="module")
@@ -98,8 +97,7 @@ def test_aime_hedges_are_not_paid():
     suite = AIMESuite(data_files=FIXTURES / "aime25.jsonl")
     problem = suite.problems()[0]
     gold = int(problem.answer)
-    for hedge in (rf"\boxed{{{gold}, {gold + 1}}}", rf"\boxed{{{gold}}} \boxed{{{gold + 1}}}", rf"\boxed{{{gold} \pm 1}}",
-                  r"\boxed{" + "9" * 10_000 + "}"):
+    for hedge in (rf"\boxed{{{gold}, {gold + 1}}}", rf"\boxed{{{gold}}} \boxed{{{gold + 1}}}", rf"\boxed{{{gold} \pm 1}}", r"\boxed{" + "9" * 10_000 + "}"):
         assert not suite.verify(problem, hedge).correct, hedge
     assert suite.verify(problem, rf"\boxed{{{gold}}}").correct
     suite.close()
@@ -192,8 +190,7 @@ def test_the_same_unit_or_base_or_none_is_paid(math500, name):
 
 
 def test_the_pre_check_leaves_other_answers_to_math_verify():
-    for gold, answer in [("3", r"3\text{ apples}"), (r"\text{Evelyn}", r"\text{Navin}"), (r"\text{(C)}", r"\text{(B)}"),
-                         (r"\frac{3}{4}", r"\frac{3}{4}\text{ cm}"), ("x_1", "x_2"), ("10", r"10\%")]:
+    for gold, answer in [("3", r"3\text{ apples}"), (r"\text{Evelyn}", r"\text{Navin}"), (r"\text{(C)}", r"\text{(B)}"), (r"\frac{3}{4}", r"\frac{3}{4}\text{ cm}"), ("x_1", "x_2"), ("10", r"10\%")]:
         assert notation_mismatch(gold, answer) is None, (gold, answer)
 
 

@@ -28,10 +28,7 @@ from conductor_env.tasks.suites.livecodebench import LiveCodeBenchSuite
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MB = 1 << 20
 
-HONEST_0 = (
-    "def has_close_elements(numbers, threshold):\n"
-    "    return any(abs(a - b) < threshold for i, a in enumerate(numbers) for j, b in enumerate(numbers) if i != j)\n"
-)
+HONEST_0 = "def has_close_elements(numbers, threshold):\n    return any(abs(a - b) < threshold for i, a in enumerate(numbers) for j, b in enumerate(numbers) if i != j)\n"
 
 #: Programs refused on the host by every code suite (the size or the text itself).
 REFUSED_BY_ALL = {

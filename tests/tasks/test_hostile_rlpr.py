@@ -9,7 +9,6 @@ by orders of magnitude) matched every small physical constant. The tolerance is 
 
 from __future__ import annotations
 
-
 import pytest
 
 from conductor_env.suite import Problem
@@ -64,8 +63,9 @@ HONEST = {
 
 
 def reference_value(reference: str) -> float:
-    mantissa, exponent = {"planck": (6.626, -34), "elementary charge": (1.602, -19), "electron mass": (9.109, -31),
-                          "boltzmann": (1.381, -23), "gravitational": (6.674, -11), "avogadro": (6.022, 23)}[reference]
+    mantissa, exponent = {"planck": (6.626, -34), "elementary charge": (1.602, -19), "electron mass": (9.109, -31), "boltzmann": (1.381, -23), "gravitational": (6.674, -11), "avogadro": (6.022, 23)}[
+        reference
+    ]
     return float(f"{mantissa}e{exponent}")
 
 

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from conductor_env.sandboxes.unittest_grading import (
     build_tests,
     declared_test_names,
@@ -36,9 +37,7 @@ def test_loads_local_jsonl_and_gz(tmp_path):
     packed = tmp_path / "rows.jsonl.gz"
     with gzip.open(packed, "wb") as handle:
         handle.write(SAMPLE.read_bytes())
-    assert [p.id for p in BigCodeBenchSuite(data_files=str(packed), sandbox="local").problems()] == [
-        p.id for p in plain.problems()
-    ]
+    assert [p.id for p in BigCodeBenchSuite(data_files=str(packed), sandbox="local").problems()] == [p.id for p in plain.problems()]
 
 
 def test_prompt_modes_show_the_signature_or_the_prose():
@@ -92,8 +91,7 @@ def test_no_code_block_is_a_wrong_answer_without_running_anything():
 
 def test_host_reads_test_names_inherited_ones_included():
     source = (
-        "import unittest\nclass Base(unittest.TestCase):\n    def test_base(self): pass\n"
-        "class TestCases(Base):\n    def test_b(self): pass\n    def test_a(self): pass\n    def helper(self): pass\n"
+        "import unittest\nclass Base(unittest.TestCase):\n    def test_base(self): pass\nclass TestCases(Base):\n    def test_b(self): pass\n    def test_a(self): pass\n    def helper(self): pass\n"
     )
     assert declared_test_names(source) == ["test_a", "test_b", "test_base"]
     assert declared_test_names("import unittest\n") == []
@@ -164,10 +162,26 @@ def test_tasks_that_need_the_real_ctypes_are_unverified_and_refused_for_training
     from conductor_env.tasks.suites.bigcodebench import BigCodeBenchSuite
 
     rows = [
-        {"task_id": "T/0", "complete_prompt": "", "instruct_prompt": "", "code_prompt": "import scipy.stats\ndef task_func(x):\n",
-         "canonical_solution": "    return x\n", "test": "import unittest\n", "entry_point": "task_func", "libs": "['scipy']"},
-        {"task_id": "T/1", "complete_prompt": "", "instruct_prompt": "", "code_prompt": "import os\ndef task_func(x):\n",
-         "canonical_solution": "    return x\n", "test": "import unittest\n", "entry_point": "task_func", "libs": "['os']"},
+        {
+            "task_id": "T/0",
+            "complete_prompt": "",
+            "instruct_prompt": "",
+            "code_prompt": "import scipy.stats\ndef task_func(x):\n",
+            "canonical_solution": "    return x\n",
+            "test": "import unittest\n",
+            "entry_point": "task_func",
+            "libs": "['scipy']",
+        },
+        {
+            "task_id": "T/1",
+            "complete_prompt": "",
+            "instruct_prompt": "",
+            "code_prompt": "import os\ndef task_func(x):\n",
+            "canonical_solution": "    return x\n",
+            "test": "import unittest\n",
+            "entry_point": "task_func",
+            "libs": "['os']",
+        },
     ]
     import tempfile
     from pathlib import Path

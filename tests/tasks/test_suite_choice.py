@@ -51,7 +51,7 @@ def test_gpqa_rows_become_shuffled_problems() -> None:
         assert options["ABCD".index(problem.answer)] == row["Correct Answer"]
         assert f"{problem.answer}) {row['Correct Answer']}\n" in problem.question
         assert problem.question.startswith(row["Question"])
-        assert 'Answer: X' in problem.question
+        assert "Answer: X" in problem.question
     # The correct option does not sit at one letter.
     assert len({p.answer for p in problems}) >= 3
 
@@ -73,8 +73,7 @@ def test_gpqa_permutation_is_stable_across_processes() -> None:
     import sys
 
     code = "from conductor_env.tasks.suites.choice import gpqa_permutation as g; print(g('recFixture0000x', 0))"
-    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={**os.environ, "PYTHONHASHSEED": "12345"})
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "12345"})
     assert other.stdout.strip() == str(gpqa_permutation("recFixture0000x", 0))
 
 
@@ -121,10 +120,13 @@ def closed_loopback_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.mark.parametrize(("env_id", "dataset", "gated"), [
-    ("Conductor-GPQA-v0", "Idavidrein/gpqa", True),
-    ("Conductor-MMLU-v0", "cais/mmlu", False),
-])
+@pytest.mark.parametrize(
+    ("env_id", "dataset", "gated"),
+    [
+        ("Conductor-GPQA-v0", "Idavidrein/gpqa", True),
+        ("Conductor-MMLU-v0", "cais/mmlu", False),
+    ],
+)
 def test_hub_failure_at_make_time(monkeypatch: pytest.MonkeyPatch, env_id: str, dataset: str, gated: bool) -> None:
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_loopback_port()}")
     monkeypatch.setattr(loading, "_probe_cache", {})
@@ -185,13 +187,16 @@ def sure_pool() -> WorkerPool:
     )
 
 
-ONE_STEP = "model_id = [{worker}]\nsubtasks = [\"Answer the question.\"]\naccess_list = [[]]"
+ONE_STEP = 'model_id = [{worker}]\nsubtasks = ["Answer the question."]\naccess_list = [[]]'
 
 
-@pytest.mark.parametrize(("env_id", "data_file"), [
-    ("Conductor-GPQA-v0", "gpqa_diamond.jsonl"),
-    ("Conductor-MMLU-v0", "mmlu.jsonl"),
-])
+@pytest.mark.parametrize(
+    ("env_id", "data_file"),
+    [
+        ("Conductor-GPQA-v0", "gpqa_diamond.jsonl"),
+        ("Conductor-MMLU-v0", "mmlu.jsonl"),
+    ],
+)
 def test_gym_make_grades_right_and_wrong(env_id: str, data_file: str) -> None:
     env = gym.make(env_id, pool=sure_pool(), suite_options={"data_files": str(FIXTURES / data_file)})
     try:

@@ -222,9 +222,7 @@ def test_questions_show_statement_starter_code_and_format(suite):
 
 def test_parquet_and_jsonl_load_alike(suite):
     from_parquet = LiveCodeBenchSuite(data_files=str(SAMPLE_PARQUET), sandbox="local")
-    assert [(p.id, p.question, p.tests) for p in from_parquet.problems()] == [
-        (p.id, p.question, p.tests) for p in suite.problems()
-    ]
+    assert [(p.id, p.question, p.tests) for p in from_parquet.problems()] == [(p.id, p.question, p.tests) for p in suite.problems()]
     assert from_parquet.tests_for(from_parquet.problems()[0]) == suite.tests_for(suite.problems()[0])
 
 
@@ -239,9 +237,7 @@ def test_date_window_is_inclusive_like_livecodebench():
 
 def test_release_versions_follow_livecodebench():
     assert release_files("release_v1") == ["test.jsonl"]
-    assert release_files("release_v6") == [
-        "test.jsonl", "test2.jsonl", "test3.jsonl", "test4.jsonl", "test5.jsonl", "test6.jsonl"
-    ]
+    assert release_files("release_v6") == ["test.jsonl", "test2.jsonl", "test3.jsonl", "test4.jsonl", "test5.jsonl", "test6.jsonl"]
     assert release_files("release_latest") == release_files("release_v6")
     assert release_files("v6") == ["test6.jsonl"]
     assert release_files("v2_v4") == ["test2.jsonl", "test3.jsonl", "test4.jsonl"]
@@ -391,9 +387,7 @@ def test_wrong_responses_fail(graded, problem_id):
 def test_decimal_token_comparison(graded, printed, passes):
     mean = problem(graded, "9001_B")
     code = "import sys\nsys.stdin.read()\n" + printed
-    report = graded.sandbox().run_tests(
-        LCB_IMPORT_HEADER + code, [mean.tests[0]], kind="stdin"
-    )
+    report = graded.sandbox().run_tests(LCB_IMPORT_HEADER + code, [mean.tests[0]], kind="stdin")
     assert report.passed is passes, report
 
 
@@ -499,7 +493,7 @@ def lookup_table_program(target: Problem) -> str:
             import json
             TABLE = {table!r}
             class Solution:
-                def {target.metadata['func_name']}(self, *args):
+                def {target.metadata["func_name"]}(self, *args):
                     return TABLE.get(json.dumps(list(args)))
             """
         )

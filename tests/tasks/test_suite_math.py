@@ -59,24 +59,24 @@ def test_math500_reference_and_wrong_responses(math500: Math500Suite) -> None:
 
 
 GRADING_CASES = [
-        ("test/prealgebra/9001.json", "So the sum is $\\boxed{0.75}$.", True),
-        ("test/prealgebra/9001.json", "$\\boxed{\\dfrac{3}{4}}$", True),
-        ("test/prealgebra/9001.json", "\\boxed{6/8}", True),
-        ("test/prealgebra/9001.json", "First \\boxed{\\frac{3}{4}}, but rechecking: \\boxed{\\frac{2}{3}}", False),
-        ("test/prealgebra/9001.json", "The answer is 3/4.", False),  # no box
-        ("test/precalculus/9002.json", "$\\boxed{(2, \\pi/3)}$", True),
-        ("test/precalculus/9002.json", "$\\boxed{(2, \\pi/6)}$", False),
-        ("test/algebra/9004.json", "\\boxed{\\sqrt{72}}", True),
-        ("test/algebra/9004.json", "\\boxed{6\\sqrt{3}}", False),
-        ("test/algebra/9005.json", "\\boxed{[1, 5)}", True),
-        ("test/algebra/9005.json", "\\boxed{[1, 5]}", False),
-        ("test/algebra/9006.json", "\\boxed{1 + x^{2}}", True),
-        ("test/algebra/9006.json", "\\boxed{x^2 - 1}", False),
-        ("test/prealgebra/9008.json", "<think>maybe \\boxed{0.3}</think>It is \\boxed{\\frac{1}{3}}.", True),
-        ("test/prealgebra/9008.json", "<think>surely \\boxed{\\frac{1}{3}}</think>I am not sure.", False),
-        ("test/algebra/9009.json", "\\boxed{3, 2}", True),
-        ("test/counting_and_probability/9010.json", "\\boxed{15}", True),
-        ("test/counting_and_probability/9010.json", "\\boxed{30}", False),
+    ("test/prealgebra/9001.json", "So the sum is $\\boxed{0.75}$.", True),
+    ("test/prealgebra/9001.json", "$\\boxed{\\dfrac{3}{4}}$", True),
+    ("test/prealgebra/9001.json", "\\boxed{6/8}", True),
+    ("test/prealgebra/9001.json", "First \\boxed{\\frac{3}{4}}, but rechecking: \\boxed{\\frac{2}{3}}", False),
+    ("test/prealgebra/9001.json", "The answer is 3/4.", False),  # no box
+    ("test/precalculus/9002.json", "$\\boxed{(2, \\pi/3)}$", True),
+    ("test/precalculus/9002.json", "$\\boxed{(2, \\pi/6)}$", False),
+    ("test/algebra/9004.json", "\\boxed{\\sqrt{72}}", True),
+    ("test/algebra/9004.json", "\\boxed{6\\sqrt{3}}", False),
+    ("test/algebra/9005.json", "\\boxed{[1, 5)}", True),
+    ("test/algebra/9005.json", "\\boxed{[1, 5]}", False),
+    ("test/algebra/9006.json", "\\boxed{1 + x^{2}}", True),
+    ("test/algebra/9006.json", "\\boxed{x^2 - 1}", False),
+    ("test/prealgebra/9008.json", "<think>maybe \\boxed{0.3}</think>It is \\boxed{\\frac{1}{3}}.", True),
+    ("test/prealgebra/9008.json", "<think>surely \\boxed{\\frac{1}{3}}</think>I am not sure.", False),
+    ("test/algebra/9009.json", "\\boxed{3, 2}", True),
+    ("test/counting_and_probability/9010.json", "\\boxed{15}", True),
+    ("test/counting_and_probability/9010.json", "\\boxed{30}", False),
 ]
 
 
@@ -149,8 +149,7 @@ def test_math500_limit_and_bad_rows(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("025", 25), ("25", 25), ("\\text{25}", 25), ("$7$", 7), ("25.", 25), ("25.0", 25), ("0", 0),
-     ("\\frac{50}{2}", None), ("25\\%", None), ("x=25", None), ("", None)],
+    [("025", 25), ("25", 25), ("\\text{25}", 25), ("$7$", 7), ("25.", 25), ("25.0", 25), ("0", 0), ("\\frac{50}{2}", None), ("25\\%", None), ("x=25", None), ("", None)],
 )
 def test_aime_integer(text: str, value: int | None) -> None:
     assert aime_integer(text) == value
@@ -201,10 +200,13 @@ def closed_loopback_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.mark.parametrize(("name", "dataset", "env_id"), [
-    ("math500", "HuggingFaceH4/MATH-500", "Conductor-MATH500-v0"),
-    ("aime", "yentinglin/aime_2025", "Conductor-AIME-v0"),
-])
+@pytest.mark.parametrize(
+    ("name", "dataset", "env_id"),
+    [
+        ("math500", "HuggingFaceH4/MATH-500", "Conductor-MATH500-v0"),
+        ("aime", "yentinglin/aime_2025", "Conductor-AIME-v0"),
+    ],
+)
 def test_hub_suites_fail_at_make_time_without_hub(monkeypatch: pytest.MonkeyPatch, name: str, dataset: str, env_id: str) -> None:
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_loopback_port()}")
     monkeypatch.setattr(loading, "_probe_cache", {})
@@ -226,13 +228,16 @@ def sure_pool() -> WorkerPool:
     )
 
 
-ONE_STEP = "model_id = [{worker}]\nsubtasks = [\"Solve the problem.\"]\naccess_list = [[]]"
+ONE_STEP = 'model_id = [{worker}]\nsubtasks = ["Solve the problem."]\naccess_list = [[]]'
 
 
-@pytest.mark.parametrize(("env_id", "options"), [
-    ("Conductor-MATH500-v0", {"data_files": str(FIXTURES / "math500.jsonl")}),
-    ("Conductor-AIME-v0", {"data_files": str(FIXTURES / "aime24_qwen.jsonl"), "year": 2024}),
-])
+@pytest.mark.parametrize(
+    ("env_id", "options"),
+    [
+        ("Conductor-MATH500-v0", {"data_files": str(FIXTURES / "math500.jsonl")}),
+        ("Conductor-AIME-v0", {"data_files": str(FIXTURES / "aime24_qwen.jsonl"), "year": 2024}),
+    ],
+)
 def test_gym_make_grades_right_and_wrong(env_id: str, options: dict) -> None:
     env = gym.make(env_id, pool=sure_pool(), suite_options=options)
     try:

@@ -127,9 +127,7 @@ def test_mix_is_deterministic_and_seeded(mix: MixSuite) -> None:
 
 def test_mix_caps_each_source_at_its_share() -> None:
     small = MixSuite(data_files=FILES, size=9, allow_public_only=True)  # 3 per source
-    sources = collections.Counter(
-        p.metadata["source"] for split in ("train", "validation", "test") for p in small.problems(split)
-    )
+    sources = collections.Counter(p.metadata["source"] for split in ("train", "validation", "test") for p in small.problems(split))
     assert sources == {"math500": 3, "mmlu": 3, "lcb": 3}
 
 

@@ -49,7 +49,7 @@ def factory(**options):
     return DoublingSuite(**options)
 '''
 
-CHECK = '''
+CHECK = """
 import gymnasium as gym
 import conductor_env
 from conductor_env.tasks import get_suite, suite_names
@@ -62,7 +62,7 @@ _, reward, terminated, _, info = env.step('model_id = [0]\\nsubtasks = ["Answer.
 assert terminated and reward in (0.5, 1.0), reward
 assert type(get_suite("mysuite")).__name__ == "DoublingSuite"
 print("plugin ok", info["problem_id"], len(env.unwrapped.problems))
-'''
+"""
 
 
 def run(args: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
@@ -77,7 +77,8 @@ def test_entry_point_suite_appears_after_pip_install(tmp_path: Path) -> None:
     project = tmp_path / "plugin"
     (project / module).mkdir(parents=True)
     (project / module / "__init__.py").write_text(PLUGIN_MODULE)
-    (project / "pyproject.toml").write_text(textwrap.dedent(f'''
+    (project / "pyproject.toml").write_text(
+        textwrap.dedent(f'''
         [build-system]
         requires = ["setuptools>=68"]
         build-backend = "setuptools.build_meta"
@@ -91,7 +92,8 @@ def test_entry_point_suite_appears_after_pip_install(tmp_path: Path) -> None:
 
         [tool.setuptools]
         packages = ["{module}"]
-    '''))
+    ''')
+    )
     install = run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", str(project)])
     assert install.returncode == 0, install.stderr
     try:

@@ -81,10 +81,7 @@ def knights_knaves_assignments(entry: dict) -> list[str]:
     names = [str(name) for name in entry["metadata"]["names"]]
     terms = entry["metadata"]["knight_knave_terms"]
     roles = (str(terms["a_knight"]), str(terms["a_knave"]))
-    return [
-        ", and ".join(f"{name} is {role}" for name, role in zip(names, chosen)) + "."
-        for chosen in itertools.product(roles, repeat=len(names))
-    ]
+    return [", and ".join(f"{name} is {role}" for name, role in zip(names, chosen)) + "." for chosen in itertools.product(roles, repeat=len(names))]
 
 
 def common_attacks(problem: Problem) -> dict[str, str]:
@@ -234,9 +231,7 @@ def knights_knaves_attacks(problem: Problem) -> dict[str, str]:
     names = [str(name) for name in entry["metadata"]["names"]]
     terms = entry["metadata"]["knight_knave_terms"]
     knight, knave = str(terms["knight"]), str(terms["knave"])
-    everyone = {
-        f"everyone {role}": ", and ".join(f"{name} is a {role}" for name in names) for role in (knight, knave)
-    }
+    everyone = {f"everyone {role}": ", and ".join(f"{name} is a {role}" for name in names) for role in (knight, knave)}
     attacks = {f"statement {i + 1} copied": f"Answer: {s}" for i, s in enumerate(statements)}
     attacks.update(
         {
@@ -252,9 +247,7 @@ def knights_knaves_attacks(problem: Problem) -> dict[str, str]:
             "gold negated twice": "Answer: it is not the case that " + " and ".join(clauses) + " is false",
             "one inhabitant left out": f"Answer: {clauses[0]}",
             "gold repeated": f"Answer: {gold} {gold}",
-            "other island's terms": "Answer: " + gold.replace(knight, "hero").replace(knave, "villain")
-            if knight != "hero"
-            else "Answer: " + gold.replace(knight, "knight").replace(knave, "knave"),
+            "other island's terms": "Answer: " + gold.replace(knight, "hero").replace(knave, "villain") if knight != "hero" else "Answer: " + gold.replace(knight, "knight").replace(knave, "knave"),
             "Cyrillic look-alikes": f"Answer: {gold.translate(_CYRILLIC)}",
         }
     )

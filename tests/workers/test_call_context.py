@@ -14,7 +14,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
 import pytest
-from servers import MessagesServer
 
 from conductor_env.calls import CallContext, Completion, SimulationOracle
 from conductor_env.workers.base import Worker, WorkerSpec
@@ -22,6 +21,7 @@ from conductor_env.workers.local import LocalWorker
 from conductor_env.workers.pool import WorkerPool
 from conductor_env.workers.recorder import RecordingWorker
 from conductor_env.workers.recordings import load_records
+from servers import MessagesServer
 
 GOLD = "GOLD-7f3a9c-the-reference-solution"
 CONTEXT = CallContext(SimulationOracle("math", f"Working.\nAnswer: {GOLD}", "Answer: wrong"))
@@ -69,9 +69,7 @@ def openai_server() -> Iterator[ThreadingHTTPServer]:
 
 def _openai_spec(server: ThreadingHTTPServer, **options: Any) -> WorkerSpec:
     host, port = server.server_address[:2]
-    return WorkerSpec(
-        "gpt-loopback", "openai", model="gpt-test", base_url=f"http://{host}:{port}/v1", max_tokens=4, options=options
-    )
+    return WorkerSpec("gpt-loopback", "openai", model="gpt-test", base_url=f"http://{host}:{port}/v1", max_tokens=4, options=options)
 
 
 class _FixedAnswer(Worker):

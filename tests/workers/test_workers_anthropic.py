@@ -7,14 +7,14 @@ import json
 
 import gymnasium as gym
 import pytest
-from servers import MessagesServer
 
 import conductor_env  # noqa: F401
-from conductor_env.workers.anthropic_backend import AnthropicWorker, split_system
 from conductor_env.calls import RetryPolicy, WorkerError
+from conductor_env.workers.anthropic_backend import AnthropicWorker, split_system
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.local import LocalWorker, release_engine
 from conductor_env.workers.retry import with_retries
+from servers import MessagesServer
 
 KEY = "sk-ant-test-KEEP-SECRET-0123456789"
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.05)
@@ -83,9 +83,7 @@ async def test_completion_with_system_prompt_counts_tokens_and_cost(server, key_
     worker = _worker(server, key_env)
     sent = len(server.requests)
     try:
-        completion = await worker.complete(
-            [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "What is 2 + 3?"}]
-        )
+        completion = await worker.complete([{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "What is 2 + 3?"}])
     finally:
         await worker.aclose()
     body = server.requests[sent]
@@ -118,9 +116,7 @@ async def test_overloads_and_rate_limits_are_retried_until_success(server, key_e
     server.fail_next(1, 429)
     sent = len(server.responses)
     try:
-        completion, attempts = await with_retries(
-            lambda: worker.complete([{"role": "user", "content": "Say hi."}], max_tokens=3), FAST_RETRY
-        )
+        completion, attempts = await with_retries(lambda: worker.complete([{"role": "user", "content": "Say hi."}], max_tokens=3), FAST_RETRY)
     finally:
         await worker.aclose()
     assert attempts == 3 and server.responses[sent:] == [529, 429, 200]

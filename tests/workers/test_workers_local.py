@@ -8,10 +8,10 @@ import gymnasium as gym
 import pytest
 
 import conductor_env  # noqa: F401
-from conductor_env.workers.local_models import ensure_model
 from conductor_env.calls import WorkerError
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.local import LocalWorker, acquire_engine, release_engine
+from conductor_env.workers.local_models import ensure_model
 from conductor_env.workers.pool import load_pool
 
 WORKFLOW = 'model_id = [0, 1]\nsubtasks = ["Solve it", "Check it"]\naccess_list = [[], "all"]'
@@ -51,9 +51,7 @@ async def worker(shared_engine):
 
 def _prompt_length(tokenizer, messages) -> int:
     prefill = messages[-1]["role"] == "assistant"
-    text = tokenizer.apply_chat_template(
-        messages, tokenize=False, add_generation_prompt=not prefill, continue_final_message=prefill
-    )
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=not prefill, continue_final_message=prefill)
     return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
@@ -67,16 +65,12 @@ async def test_concurrent_calls_run_as_one_batch_with_real_token_counts(worker, 
     ]
     limits = [3, 8, 5, 6]
     before = list(worker.engine.batch_sizes)
-    results = await asyncio.gather(
-        *(worker.complete(messages, max_tokens=limit) for messages, limit in zip(conversations, limits))
-    )
+    results = await asyncio.gather(*(worker.complete(messages, max_tokens=limit) for messages, limit in zip(conversations, limits)))
     assert worker.engine.batch_sizes[len(before) :] == [4]  # one generate() for the four calls
     for messages, limit, completion in zip(conversations, limits, results):
         assert completion.prompt_tokens == _prompt_length(tokenizer, messages)
         assert 1 <= completion.completion_tokens <= limit
-        assert completion.cost_usd == pytest.approx(
-            (completion.prompt_tokens * 1.0 + completion.completion_tokens * 2.0) / 1e6
-        )
+        assert completion.cost_usd == pytest.approx((completion.prompt_tokens * 1.0 + completion.completion_tokens * 2.0) / 1e6)
         assert completion.latency_s > 0
     # Greedy decoding: the batched answer is the answer the call gets alone.
     alone = await worker.complete(conversations[0], max_tokens=limits[0])

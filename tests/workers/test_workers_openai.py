@@ -10,14 +10,14 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from servers import free_port, shared_server
 
 import conductor_env  # noqa: F401
-from conductor_env.workers.local_models import ensure_model
+from conductor_env.calls import RetryPolicy
 from conductor_env.workers.base import WorkerSpec
+from conductor_env.workers.local_models import ensure_model
 from conductor_env.workers.openai_backend import OpenAIWorker
 from conductor_env.workers.pool import load_pool
-from conductor_env.calls import RetryPolicy
+from servers import free_port, shared_server
 
 WORKFLOW = 'model_id = [0, 1]\nsubtasks = ["Solve it", "Check it"]\naccess_list = [[], "all"]'
 SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdef"
@@ -229,9 +229,7 @@ def _wait_for(predicate, timeout: float) -> bool:
 def test_killing_the_server_mid_batch_gives_infra_errors_then_recovers(server, tmp_path) -> None:
     pool_path = _pool_file(tmp_path, server)
     retry = RetryPolicy(max_attempts=3, base_delay_s=0.2, max_delay_s=0.5)
-    envs = gym.make_vec(
-        "Conductor-RG-v0", num_envs=3, vectorization_mode="vector_entry_point", pool=str(pool_path), retry=retry
-    )
+    envs = gym.make_vec("Conductor-RG-v0", num_envs=3, vectorization_mode="vector_entry_point", pool=str(pool_path), retry=retry)
     try:
         envs.reset(seed=0)
         before = server.log_tail(10**9).count("[Request received]")

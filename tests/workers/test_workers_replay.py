@@ -8,7 +8,6 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from servers import free_port
 
 import conductor_env  # noqa: F401
 from conductor_env.calls import RetryPolicy, WorkerError
@@ -19,6 +18,7 @@ from conductor_env.workers.pool import load_pool
 from conductor_env.workers.recorder import RecordingWorker
 from conductor_env.workers.recordings import load_records, request_key
 from conductor_env.workers.replay import ReplayMissError, ReplayWorker, record_pool, replay_pool
+from servers import free_port
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "workers"
 FLAKY_POOL = str(FIXTURES / "flaky_simulated.toml")

@@ -17,8 +17,8 @@ pytest.importorskip("peft")
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from conductor_env.agents.training.adapter import AdapterReport, export_adapter
 from conductor_env.agents.llm import trained_conductor_config
+from conductor_env.agents.training.adapter import AdapterReport, export_adapter
 from conductor_env.cli import main
 from conductor_env.workers.local_engine import LocalEngine
 from conductor_env.workers.local_models import resolve_model

@@ -10,19 +10,19 @@ from dataclasses import asdict
 import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.envs import EnvSetup
 from conductor_env.agents import make_policy
 from conductor_env.agents.base import Policy
 from conductor_env.agents.training.data import build_dataset
 from conductor_env.agents.training.recipe import EnvSettings, GRPORecipe, GRPOSettings, ModelSettings, RecipeError
-from conductor_env.agents.training.trl_config import grpo_config
 from conductor_env.agents.training.reward import EPISODES_FILE, REWARD_NAME, ConductorReward, EnvFactory
 from conductor_env.agents.training.saving import logged_rewards
 from conductor_env.agents.training.trainer import build_trainer
+from conductor_env.agents.training.trl_config import grpo_config
+from conductor_env.calls import RetryPolicy
+from conductor_env.envs import EnvSetup
 from conductor_env.rewards import round_credit
 from conductor_env.workers.base import WorkerSpec
 from conductor_env.workers.pool import WorkerPool
-from conductor_env.calls import RetryPolicy
 
 SMALL_RG = {"datasets": ["basic_arithmetic", "spell_backward"], "size": 3}
 

@@ -11,8 +11,8 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_checker import check_env
 
 import conductor_env  # noqa: F401  (registers the ids)
-from conductor_env.envs import EnvSetup
 from conductor_env.agents.training.sb3 import ROUTING_TEMPLATES, RoutingEnv, hashed_bag_of_words
+from conductor_env.envs import EnvSetup
 from conductor_env.workflow import parse_workflow
 
 

@@ -5,7 +5,6 @@ played episodes is checked for both pools in ``test_orchestration_recipe.py``)."
 from __future__ import annotations
 
 import importlib.resources
-from pathlib import Path
 
 import pytest
 

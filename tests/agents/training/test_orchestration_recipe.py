@@ -14,20 +14,27 @@ import pytest
 
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.agents.baselines import build_workflow
-from conductor_env.cli.demo import ORCHESTRA_BASELINES
-from conductor_env.evaluation.oracle import training_oracle
-from conductor_env.evaluation.strategy import (
-    applicable, plan_code_disagreement, planned_workers, played_paired_gaps, rounds_summary, strategy_markdown, strategy_summary,
-)
-from conductor_env.evaluation.training_samples import training_strategy, training_subpools
 from conductor_env.agents.training.recipe import RecipeError
 from conductor_env.agents.training.recipes import load_recipe
 from conductor_env.agents.training.reward import EnvFactory
 from conductor_env.agents.training.warmstart import WARM_START_SHAPES, domain_preamble, plan_text, shape_label, warm_start_rows
+from conductor_env.cli.demo import ORCHESTRA_BASELINES
+from conductor_env.evaluation.oracle import training_oracle
+from conductor_env.evaluation.strategy import (
+    applicable,
+    plan_code_disagreement,
+    planned_workers,
+    played_paired_gaps,
+    rounds_summary,
+    strategy_markdown,
+    strategy_summary,
+)
+from conductor_env.evaluation.training_samples import training_strategy, training_subpools
 from conductor_env.workflow import parse_workflow
 
 ORCHESTRA_POOL = str(importlib.resources.files("conductor_env.pools") / "orchestra.toml")
 ORCHESTRA_JUDGE_POOL = str(importlib.resources.files("conductor_env.pools") / "orchestra-judge.toml")
+
 
 def oracle_module():
     """The closed-form oracle of a simulated pool (docs/ORCHESTRATION.md)."""
@@ -72,9 +79,7 @@ def plan_lines(groups: list[list[tuple[str, str]]], pattern: str) -> Iterator[tu
 def test_the_warm_start_writes_every_shape_once_by_name_whatever_the_ids(recipe):
     factory = EnvFactory(recipe.setup)
     try:
-        groups = warm_start_rows(
-            factory, limit=12, seed=3, subtask="Solve it.", preamble=lambda info: f"Domain: {info['domain']}.", shapes="orchestrate", plan=True
-        )
+        groups = warm_start_rows(factory, limit=12, seed=3, subtask="Solve it.", preamble=lambda info: f"Domain: {info['domain']}.", shapes="orchestrate", plan=True)
         with pytest.raises(ValueError, match="unknown warm-start shapes"):
             warm_start_rows(factory, limit=1, shapes="nope")
     finally:
@@ -277,10 +282,18 @@ def test_the_summary_reads_two_round_episodes_that_keep_revise_or_fail_to_parse(
                 _, reward, _, _, step_info = env.step(action)
                 rounds.append(round_record(action, reward, step_info))
             spec = EpisodeSpec("scripted", seed, info["problem_id"], 0, seed)
-            records.append(episode_record(
-                spec, env_id="Conductor-RG-v0", pool="orchestra", question="", domain=info["domain"],
-                worker_map=info["worker_map"], rounds=rounds, wall_s=0.0,
-            ))
+            records.append(
+                episode_record(
+                    spec,
+                    env_id="Conductor-RG-v0",
+                    pool="orchestra",
+                    question="",
+                    domain=info["domain"],
+                    worker_map=info["worker_map"],
+                    rounds=rounds,
+                    wall_s=0.0,
+                )
+            )
     finally:
         env.close()
     results = tmp_path / "results.jsonl"
@@ -311,10 +324,18 @@ def test_the_summary_splits_sub_pool_episodes_by_the_workers_they_showed(recipe,
             names = ",".join(sorted(info["worker_map"].values()))
             expected[names].append((reward, bool(step_info["parse_error"])))
             spec = EpisodeSpec("scripted", seed, info["problem_id"], 0, seed)
-            records.append(episode_record(
-                spec, env_id="Conductor-RG-v0", pool="orchestra-judge", question="", domain=info["domain"],
-                worker_map=info["worker_map"], rounds=[round_record(action, reward, step_info)], wall_s=0.0,
-            ))
+            records.append(
+                episode_record(
+                    spec,
+                    env_id="Conductor-RG-v0",
+                    pool="orchestra-judge",
+                    question="",
+                    domain=info["domain"],
+                    worker_map=info["worker_map"],
+                    rounds=[round_record(action, reward, step_info)],
+                    wall_s=0.0,
+                )
+            )
     finally:
         env.close()
     results = tmp_path / "results.jsonl"
@@ -334,9 +355,12 @@ def test_the_summary_splits_sub_pool_episodes_by_the_workers_they_showed(recipe,
 def test_training_samples_split_by_the_sub_pool_each_group_was_shown(tmp_path, file_name):
     def episode(step, names, reward, parse_error=None):
         return {"step": step, "worker_map": {str(i): n for i, n in enumerate(names)}, "reward": reward, "parse_error": parse_error}
+
     episodes = [
-        episode(0, ["solver", "checker"], 0.9), episode(0, ["checker", "solver"], 0.0, "bad_worker_id"),
-        episode(1, ["flash", "checker", "solver"], 0.8), episode(2, ["flash", "checker"], 0.5),
+        episode(0, ["solver", "checker"], 0.9),
+        episode(0, ["checker", "solver"], 0.0, "bad_worker_id"),
+        episode(1, ["flash", "checker", "solver"], 0.8),
+        episode(2, ["flash", "checker"], 0.5),
     ]
     path = tmp_path / file_name
     path.write_text(json.dumps({"episodes": episodes}) if file_name.endswith(".json") else "".join(json.dumps(e) + "\n" for e in episodes))
@@ -350,8 +374,10 @@ def test_training_samples_split_by_the_sub_pool_each_group_was_shown(tmp_path, f
 def test_training_strategy_can_read_one_shown_worker_set_alone(tmp_path):
     judged = build_workflow([(1, "Try.", False), (1, "Try again.", False), (0, "Judge.", True)]).render()
     alone = build_workflow([(1, "Solve it.", False)]).render()
+
     def episode(step, names, action, reward):
         return {"step": step, "problem_id": "gcd/train/1", "worker_map": {str(i): n for i, n in enumerate(names)}, "action": action, "reward": reward}
+
     episodes = [
         episode(0, ["checker", "flash"], judged, 0.4),  # on this pair the checker is the only judge
         episode(0, ["checker", "flash", "solver"], alone, 0.7),
@@ -373,11 +399,22 @@ def test_paired_gaps_compare_policies_question_by_question(tmp_path):
         path = tmp_path / name
         path.write_text("".join(json.dumps({"policy": p, "problem_id": q, "reward": r}) + "\n" for p, q, r in rows))
         return str(path)
+
     trained = write("trained.jsonl", [("llm:T", "q1", 0.9), ("llm:T", "q2", 0.5), ("llm:T", "q3", 0.7)])
-    baselines = write("baselines.jsonl", [
-        ("single:0", "q1", 0.8), ("single:0", "q1", 0.6), ("single:0", "q2", 0.4), ("single:0", "q3", 0.6), ("single:0", "q4", 0.0),
-        ("moa:2", "q1", 1.0), ("moa:2", "q2", 1.0), ("moa:2", "q3", 1.0), ("other", "q9", 1.0),
-    ])
+    baselines = write(
+        "baselines.jsonl",
+        [
+            ("single:0", "q1", 0.8),
+            ("single:0", "q1", 0.6),
+            ("single:0", "q2", 0.4),
+            ("single:0", "q3", 0.6),
+            ("single:0", "q4", 0.0),
+            ("moa:2", "q1", 1.0),
+            ("moa:2", "q2", 1.0),
+            ("moa:2", "q3", 1.0),
+            ("other", "q9", 1.0),
+        ],
+    )
     gaps = played_paired_gaps(trained, baselines, "llm:T")
     assert set(gaps) == {"single:0", "moa:2"}  # "other" played none of the same questions
     # Per question: q1 0.9 - 0.7, q2 0.5 - 0.4, q3 0.7 - 0.6; q4 was not played by llm:T.
@@ -391,9 +428,11 @@ def test_paired_gaps_compare_policies_question_by_question(tmp_path):
 
 def test_plan_code_disagreement_counts_plans_whose_code_runs_other_workers(tmp_path):
     canonical = {"0": "flash", "1": "solver", "2": "checker"}
+
     def row(policy, domain, action, ids, worker_map=canonical):
         workflow = {"access_mode": "binary", "steps": [{"worker": i, "subtask": "Solve it.", "access": []} for i in ids]} if ids is not None else None
         return {"policy": policy, "domain": domain, "action": action, "workflow": workflow, "worker_map": worker_map}
+
     judged = "Domain: math. Plan: checker=2 reads flash=0, flash=0.\nmodel_id = [0, 0, {}]"
     rows = [
         row("llm:T", "math", judged.format(2), [0, 0, 2]),  # the code runs what the plan names
@@ -417,11 +456,15 @@ def test_plan_code_disagreement_counts_plans_whose_code_runs_other_workers(tmp_p
 def test_training_oracle_is_the_ceiling_of_the_sub_pools_each_step_showed(tmp_path):
     oracle = oracle_module()
     report = oracle.oracle_report("orchestra-judge")["domains"]
+
     def episode(step, problem_id, names):
         return {"step": step, "problem_id": problem_id, "worker_map": {str(i): n for i, n in enumerate(names)}, "reward": 0.0}
+
     episodes = [
-        episode(0, "gcd/train/1", ["flash", "solver", "checker"]), episode(0, "spell_backward/train/2", ["checker", "flash", "solver"]),
-        episode(1, "gcd/train/3", ["flash", "solver"]), episode(2, "gcd/train/3", ["solver", "flash"]),
+        episode(0, "gcd/train/1", ["flash", "solver", "checker"]),
+        episode(0, "spell_backward/train/2", ["checker", "flash", "solver"]),
+        episode(1, "gcd/train/3", ["flash", "solver"]),
+        episode(2, "gcd/train/3", ["solver", "flash"]),
     ]
     path = tmp_path / "rewards.json"
     path.write_text(json.dumps({"episodes": episodes}))

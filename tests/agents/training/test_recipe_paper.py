@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-from conductor_env.agents.training.preflight import check_machine, check_recipe
+from conductor_env.agents.training.preflight import check_machine
 from conductor_env.agents.training.recipe import EnvSettings, GRPORecipe, RecipeError
 from conductor_env.agents.training.recipes import load_recipe
 from conductor_env.cli import UsageError, build_parser, main

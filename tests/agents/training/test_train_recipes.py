@@ -13,10 +13,10 @@ import pytest
 import conductor_env  # noqa: F401  (registers the ids)
 from conductor_env.agents.prompts import compact_prompt
 from conductor_env.agents.training.preflight import check_completion_length, check_pool, shortest_workflow_tokens
+from conductor_env.agents.training.progress import RichProgress, StepStats, StepWatch, plot_reward_curve
 from conductor_env.agents.training.recipe import EnvSettings, GRPORecipe, GRPOSettings, RecipeError, WarmStartSettings
 from conductor_env.agents.training.recipes import default_recipe_name, load_recipe, recipe_names
 from conductor_env.agents.training.saving import conductor_config
-from conductor_env.agents.training.progress import RichProgress, StepStats, StepWatch, plot_reward_curve
 from conductor_env.cli import UsageError, build_parser, main
 from conductor_env.cli.train import eval_command, recipe_from_args
 
@@ -114,7 +114,7 @@ def test_recipe_files_refuse_unknown_settings_with_the_closest_name(tmp_path):
         load_recipe(str(bad)).build()
     with pytest.raises(RecipeError, match=r"\[env\] problems must be int or none, got True"):
         GRPORecipe(env=EnvSettings(problems=True))
-    bad.write_text('[grpo\n', encoding="utf-8")
+    bad.write_text("[grpo\n", encoding="utf-8")
     with pytest.raises(RecipeError, match="bad TOML"):
         load_recipe(str(bad))
     loop = tmp_path / "loop.toml"

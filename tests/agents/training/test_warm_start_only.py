@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from conductor_env.agents.training.recipe import EnvSettings, GRPORecipe, GRPOSettings, ModelSettings, WarmStartSettings
-from conductor_env.agents.shipped import CONDUCTOR_CONFIG
-from conductor_env.agents.training.trainer import save_warm_start
 
 import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.agents.shipped import CONDUCTOR_CONFIG
+from conductor_env.agents.training.recipe import EnvSettings, GRPORecipe, GRPOSettings, ModelSettings, WarmStartSettings
+from conductor_env.agents.training.trainer import save_warm_start
 from conductor_env.cli import main
 from conductor_env.event_loop import run_sync
 
@@ -29,15 +29,18 @@ def test_a_recipe_without_a_warm_start_is_refused_before_any_model_loads(tmp_pat
 @pytest.mark.slow
 def test_the_saved_warm_start_is_a_conductor_that_plays_and_trains(tmp_path):
     import torch
+    from safetensors.torch import load_file
+
     from conductor_env.agents import make_policy
     from conductor_env.agents.training.model import resolve_model_path
     from conductor_env.agents.training.trainer import build_trainer
-    from safetensors.torch import load_file
 
     env = EnvSettings(pool="orchestra", suite_options=SMALL_RG, options={"examples": "none", "show_names": True}, problems=4)
     setup = env.setup()
     recipe = GRPORecipe(
-        model=ModelSettings(prompt="roster", lora_r=8, lora_top_layers=2), env=env, output_dir=str(tmp_path),
+        model=ModelSettings(prompt="roster", lora_r=8, lora_top_layers=2),
+        env=env,
+        output_dir=str(tmp_path),
         grpo=GRPOSettings(max_completion_length=24),
         warm_start=WarmStartSettings(steps=2, shapes="orchestrate", plan=True, preamble=True, all_layers=True),
     )
@@ -63,8 +66,10 @@ def test_the_saved_warm_start_is_a_conductor_that_plays_and_trains(tmp_path):
         run_sync(policy.aclose())
     # ... and the model a GRPO run starts from (no second warm start).
     grpo = GRPORecipe(
-        model=ModelSettings(name=str(out), lora_r=8, lora_top_layers=2), env=EnvSettings(pool="orchestra", suite_options=SMALL_RG, options={"examples": "none", "show_names": True}, problems=2),
-        grpo=GRPOSettings(max_steps=1, questions_per_step=1, num_generations=2, max_completion_length=16), output_dir=str(tmp_path / "grpo"),
+        model=ModelSettings(name=str(out), lora_r=8, lora_top_layers=2),
+        env=EnvSettings(pool="orchestra", suite_options=SMALL_RG, options={"examples": "none", "show_names": True}, problems=2),
+        grpo=GRPOSettings(max_steps=1, questions_per_step=1, num_generations=2, max_completion_length=16),
+        output_dir=str(tmp_path / "grpo"),
     )
     trainer, reward = build_trainer(grpo)
     try:
