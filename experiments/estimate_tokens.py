@@ -185,7 +185,10 @@ def _other_ratio(tokenizer, prompts: list[str], questions: list[str]) -> float |
     """Tokens per word of the Conductor prompts' text around the question."""
     if tokenizer is None or not prompts:
         return None
-    count = lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def count(text: str) -> int:
+        return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
     words = sum(len(p.split()) for p in prompts) - sum(len(q.split()) for q in questions)
     tokens = sum(count(p) for p in prompts) - sum(count(q) for q in questions)
     return tokens / words if words > 0 else None
@@ -285,7 +288,10 @@ def main() -> None:
             recorded = run_eval(env_id, record_pool_file, suite_options, split, args.n, work / f"{name}-record")
         replayed = run_eval(env_id, replay_pool_file, suite_options, split, args.n, work / f"{name}-replay")
         if args.recording is None:
-            key = lambda r: (r["policy"], r["problem_index"], r["sample"])
+
+            def key(r: dict) -> tuple:
+                return (r["policy"], r["problem_index"], r["sample"])
+
             live = {key(r): (r["tokens"], round(r["cost_usd"], 12)) for r in recorded}
             again = {key(r): (r["tokens"], round(r["cost_usd"], 12)) for r in replayed}
             if live != again:

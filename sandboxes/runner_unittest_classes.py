@@ -86,7 +86,7 @@ def answering_classes(kit: dict, before: dict) -> str:
     members that are a C type's own slots (numpy makes dtype classes as it needs them), and
     classes a module's own code defined (:func:`library_class`).
     """
-    issubclass_, keys, mock_base = kit["issubclass"], kit["proxy_keys"], kit["mock_base"]
+    issubclass_, mock_base = kit["issubclass"], kit["mock_base"]
     for key, klass in kit["items"](all_classes(kit)):
         if key in before or issubclass_(klass, mock_base):
             continue

@@ -120,7 +120,7 @@ def namespaces(kit: dict, deep: bool) -> list:
     """
     found: list = []
     classes_seen: set = set()
-    modules, isinstance_, type_, vars_ = kit["modules"], kit["isinstance"], kit["type"], kit["vars"]
+    modules, type_, vars_ = kit["modules"], kit["type"], kit["vars"]
     libraries = kit["libraries"]
     for name in kit["list"](modules):
         top = name.partition(".")[0]

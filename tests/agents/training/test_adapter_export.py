@@ -14,14 +14,14 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from safetensors import safe_open
-from safetensors.torch import load_file, save_file
+from safetensors import safe_open  # noqa: E402 - the imports need torch and peft, skipped above when missing
+from safetensors.torch import load_file, save_file  # noqa: E402
 
-from conductor_env.agents.llm import trained_conductor_config
-from conductor_env.agents.training.adapter import AdapterReport, export_adapter
-from conductor_env.cli import main
-from conductor_env.workers.local_engine import LocalEngine
-from conductor_env.workers.local_models import resolve_model
+from conductor_env.agents.llm import trained_conductor_config  # noqa: E402
+from conductor_env.agents.training.adapter import AdapterReport, export_adapter  # noqa: E402
+from conductor_env.cli import main  # noqa: E402
+from conductor_env.workers.local_engine import LocalEngine  # noqa: E402
+from conductor_env.workers.local_models import resolve_model  # noqa: E402
 
 QUERY = "model.layers.17.self_attn.q_proj"
 DOWN = "model.layers.17.mlp.down_proj"
