@@ -100,11 +100,16 @@ class CallContext:
 
 
 class ShownWorker(Protocol):
-    """What the env shows of a pool entry when names are revealed."""
+    """What the env shows of a pool entry when names are revealed (read-only: a frozen dataclass has it)."""
 
-    name: str
-    model: str
-    description: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
 
 
 class WorkerPoolLike(Protocol):

@@ -131,7 +131,7 @@ class ConductorEnv(gym.Env[dict, str]):
 
     # ----------------------------------------------------------------------------- reset
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, StepInfo]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, StepInfo]:  # type: ignore[override]  # StepInfo is a dict, but a TypedDict is no dict[str, Any] to mypy
         """Starts an episode.
 
         Args:
@@ -240,7 +240,7 @@ class ConductorEnv(gym.Env[dict, str]):
         """Async :meth:`reset` (resetting does no I/O; remote envs implement it as a call)."""
         return self.reset(seed=seed, options=options)
 
-    def step(self, action: str) -> StepResult:
+    def step(self, action: str) -> StepResult:  # type: ignore[override]  # StepInfo is a dict, but a TypedDict is no dict[str, Any] to mypy
         """Runs a workflow (or a self-call frame's sub-workflow); see :meth:`astep`."""
         return run_sync(self.astep(action))
 
@@ -275,7 +275,7 @@ class ConductorEnv(gym.Env[dict, str]):
             observation = self._observation(episode, request.question, request.depth)
             self._last_observation = observation
             info = self.rounds.base_info(episode, len(episode.rounds))
-            info.update(frame_depth=request.depth, frames=list(episode.frames))
+            info.update({"frame_depth": request.depth, "frames": list(episode.frames)})
             return observation, 0.0, False, False, info
         outcome = self._round_task.result()
         self._round_task = None

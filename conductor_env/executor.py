@@ -10,12 +10,15 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Literal, Sequence
+from typing import TYPE_CHECKING, Awaitable, Callable, Literal, Sequence, cast
 
 from conductor_env.calls import Completion, WorkerError
 from conductor_env.prompts import VisibleStep, worker_message
 from conductor_env.templates import PromptTemplate
 from conductor_env.workflow import Step, Workflow
+
+if TYPE_CHECKING:
+    from conductor_env.info import TraceInfo
 
 AnswerFrom = Literal["last", "last_nonempty"]
 
@@ -56,11 +59,11 @@ class StepTrace:
     attempts: int = 0
     error: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> TraceInfo:
         """Returns a JSON-friendly copy."""
         record = dict(vars(self))  # shallow: every field is a scalar or a tuple of ints
         record["visible"] = list(self.visible)
-        return record
+        return cast("TraceInfo", record)
 
 
 @dataclass

@@ -161,14 +161,16 @@ def typed_step(observation: dict, reward: float, terminated: bool, truncated: bo
     for key in _STR_FIELDS:
         info[key] = "" if info[key] is None else str(info[key])  # type: ignore[literal-required]
     info.update(
-        correct=bool(info["correct"]),
-        score=float(info["score"]),
-        cost_usd=float(info["cost_usd"]),
-        tokens=int(info["tokens"]),
-        wall_s=float(info["wall_s"]),
-        round=int(info["round"]),
-        frame_depth=int(info["frame_depth"]),
-        round_rewards=[float(r) for r in info["round_rewards"]],
-        round_credit=[float(c) for c in info["round_credit"]],
+        {
+            "correct": bool(info["correct"]),
+            "score": float(info["score"]),
+            "cost_usd": float(info["cost_usd"]),
+            "tokens": int(info["tokens"]),
+            "wall_s": float(info["wall_s"]),
+            "round": int(info["round"]),
+            "frame_depth": int(info["frame_depth"]),
+            "round_rewards": [float(r) for r in info["round_rewards"]],
+            "round_credit": [float(c) for c in info["round_credit"]],
+        }
     )
     return observation, float(reward), bool(terminated), bool(truncated), info

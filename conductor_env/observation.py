@@ -174,7 +174,7 @@ class ObservationBuilder:
             history=history_text,
             template=options.conductor_template,
         )
-        observation = {
+        observation: dict[str, Any] = {
             "prompt": prompt,
             "system": self.system,
             "prefill": self.prefill,

@@ -176,7 +176,7 @@ class EnvOptions:
         for name in self.names():
             value = getattr(self, name)
             if value != getattr(default, name):
-                out[name] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+                out[name] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
         return out
 
 

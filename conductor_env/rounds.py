@@ -149,13 +149,7 @@ class RoundPlayer:
         except FrameParseError as error:
             detail = f"in the self-call frame at depth {error.depth}: {error.error.detail}"
             return self._unparsed(episode, info, error.error.reason, detail, previous)
-        info.update(
-            trace=[t.to_dict() for t in execution.traces],
-            cost_usd=execution.cost_usd,
-            tokens=execution.tokens,
-            wall_s=execution.wall_s,
-            frames=list(episode.frames),
-        )
+        info.update({"trace": [t.to_dict() for t in execution.traces], "cost_usd": execution.cost_usd, "tokens": execution.tokens, "wall_s": execution.wall_s, "frames": list(episode.frames)})
         if execution.infra_error is not None:
             return self._infra_failure(episode, info, execution.infra_error, "worker failure (not scored)")
         return await self._verified(episode, info, workflow, execution)
@@ -178,7 +172,7 @@ class RoundPlayer:
         spent = episode.spent_usd() + execution.cost_usd
         reward = self.reward_scheme(parsed=True, correct=score.correct, score=score.score, cost_usd=spent)
         episode.rounds.append(Round(workflow, execution.answer, score, reward, execution))
-        info.update(answer=execution.answer, correct=score.correct, score=score.score, reason=score.reason, test_set=score.test_set)
+        info.update({"answer": execution.answer, "correct": score.correct, "score": score.score, "reason": score.reason, "test_set": score.test_set})
         return self._finish(episode, info, reward, terminated=len(episode.rounds) >= self.options.max_rounds)
 
     @staticmethod
@@ -192,18 +186,18 @@ class RoundPlayer:
         score = previous.score
         reward = self.reward_scheme(parsed=True, correct=score.correct, score=score.score, cost_usd=episode.spent_usd())
         episode.rounds.append(Round(previous.workflow, previous.answer, score, reward))
-        info.update(answer=previous.answer, correct=score.correct, score=score.score, reason="kept the previous answer", test_set=score.test_set)
+        info.update({"answer": previous.answer, "correct": score.correct, "score": score.score, "reason": "kept the previous answer", "test_set": score.test_set})
         return self._finish(episode, info, reward, terminated=True)
 
     def _infra_failure(self, episode: EpisodeState, info: StepInfo, error: str, reason: str) -> RoundOutcome:
-        info.update(infra_error=error, reason=reason)
+        info.update({"infra_error": error, "reason": reason})
         episode.done = True
         return info, 0.0, False, True
 
     def _unparsed(self, episode: EpisodeState, info: StepInfo, reason: str, detail: str, previous: Round | None) -> RoundOutcome:
-        info.update(parse_error=reason, parse_detail=detail, reason=f"unparsed workflow: {reason}", frames=list(episode.frames))
+        info.update({"parse_error": reason, "parse_detail": detail, "reason": f"unparsed workflow: {reason}", "frames": list(episode.frames)})
         if previous is not None:  # a later round's bad workflow loses nothing already answered
-            info.update(answer=previous.answer, correct=previous.score.correct, score=previous.score.score, test_set=previous.score.test_set)
+            info.update({"answer": previous.answer, "correct": previous.score.correct, "score": previous.score.score, "test_set": previous.score.test_set})
         episode.rounds.append(Round(Workflow(()), info["answer"], Score(info["correct"], info["score"], info["reason"]), 0.0))
         return self._finish(episode, info, 0.0, terminated=True)
 

@@ -246,12 +246,13 @@ class SharedTexts(PySequence[str]):
 
 
 def _read_shared_memory(space: Utf8Text, shared_memory: SynchronizedArray, n: int = 1) -> SharedTexts:
-    data = np.frombuffer(shared_memory.get_obj(), dtype=np.uint8)[: n * space.max_bytes].reshape(n, space.max_bytes)
+    buffer = np.frombuffer(shared_memory.get_obj(), dtype=np.uint8)  # type: ignore[call-overload]  # a ctypes array is a buffer; numpy's stubs leave it out
+    data = buffer[: n * space.max_bytes].reshape(n, space.max_bytes)
     return SharedTexts(space, data)
 
 
 def _write_shared_memory(space: Utf8Text, index: int, value: str, shared_memory: SynchronizedArray) -> None:
-    destination = np.frombuffer(shared_memory.get_obj(), dtype=np.uint8)
+    destination = np.frombuffer(shared_memory.get_obj(), dtype=np.uint8)  # type: ignore[call-overload]  # a ctypes array is a buffer; numpy's stubs leave it out
     size = space.max_bytes
     np.copyto(destination[index * size : (index + 1) * size], space.encode(value))
 

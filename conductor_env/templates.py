@@ -29,14 +29,15 @@ import functools
 import importlib.resources
 import os
 import string
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-try:  # Python 3.11+
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 TemplateKind = Literal["conductor", "worker"]
 KINDS: tuple[TemplateKind, ...] = ("conductor", "worker")

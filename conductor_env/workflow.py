@@ -24,9 +24,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from conductor_env.workflow_lists import read_lists
+
+if TYPE_CHECKING:
+    from conductor_env.info import WorkflowInfo
 
 AccessMode = Literal["binary", "indices"]
 
@@ -106,7 +109,7 @@ class Workflow:
         access = ", ".join('"all"' if step.access_all else _render_access(step.access) for step in self.steps)
         return f"model_id = [{ids}]\nsubtasks = [{subtasks}]\naccess_list = [{access}]"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> WorkflowInfo:
         """Returns a JSON-friendly form (for ``info`` and results files)."""
         return {
             "access_mode": self.access_mode,

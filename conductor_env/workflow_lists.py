@@ -268,8 +268,8 @@ def _scan(text: str) -> list[tuple[str, list[Any]]]:
     """Returns the (kind, list) pairs found in order; a parsed list's span is consumed."""
     labels: list[tuple[int, int, str, int]] = []  # label start, label end, kind, its "[" or -1
     for match in _LABELS.finditer(text):
-        opening = _LIST_START.match(text, match.end())
-        labels.append((match.start(), match.end(), match.lastgroup or "", opening.end() - 1 if opening else -1))
+        list_start = _LIST_START.match(text, match.end())
+        labels.append((match.start(), match.end(), match.lastgroup or "", list_start.end() - 1 if list_start else -1))
     ends = _list_ends(text, [label[3] for label in labels if label[3] >= 0])
     found: list[tuple[str, list[Any]]] = []
     position = 0

@@ -96,9 +96,9 @@ def check_machine(recipe: GRPORecipe, *, cuda: bool, requires: Iterable[str] = (
         raise RecipeError("this run generates with vLLM (colocated), which is not installed: pip install vllm, or pass --no-vllm")
     model = recipe.model.name
     if not model_on_disk(model) and "/" in model and not Path(model).expanduser().exists():
-        why = _hub_unreachable(model)
-        if why is not None:
-            raise RecipeError(f"model {model!r} is not on this machine and cannot be downloaded: {why}; download it first (huggingface-cli download {model}) or pass --model <folder>")
+        unreachable = _hub_unreachable(model)
+        if unreachable is not None:
+            raise RecipeError(f"model {model!r} is not on this machine and cannot be downloaded: {unreachable}; download it first (huggingface-cli download {model}) or pass --model <folder>")
 
 
 def _hub_unreachable(model: str) -> str | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import gymnasium as gym
 import numpy as np
@@ -55,13 +55,13 @@ def hashed_bag_of_words(text: str, dim: int) -> np.ndarray:
 def _fixed_pool_size(env: ConductorEnv) -> int:
     size = env.options.subpool_size
     if size is None:
-        return len(env.pool)
+        return len(env.pool.specs)
     if isinstance(size, int):
-        return min(size, len(env.pool))
+        return min(size, len(env.pool.specs))
     low, high = size
     if low != high:
         raise ValueError(f"RoutingEnv needs a fixed number of shown workers, but subpool_size={size!r} varies it; use subpool_size=None or an int")
-    return min(low, len(env.pool))
+    return min(low, len(env.pool.specs))
 
 
 class RoutingEnv(gym.Wrapper):
@@ -111,9 +111,9 @@ class RoutingEnv(gym.Wrapper):
 
     def describe_action(self, action: int) -> tuple[str, int]:
         """Returns ``(template name, shown worker id)`` of an action."""
-        action = int(action)
-        if not 0 <= action < self.action_space.n:
-            raise ValueError(f"action {action} is outside Discrete({self.action_space.n})")
+        action, n = int(action), cast(spaces.Discrete, self.action_space).n
+        if not 0 <= action < n:
+            raise ValueError(f"action {action} is outside Discrete({n})")
         return self.templates[action // self.num_workers], action % self.num_workers
 
     def workflow_text(self, action: int) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from conductor_env.agents.baselines import build_workflow, worker_ids
 from conductor_env.agents.prompts import PromptBuilder, chat_messages, full_prompt
@@ -34,7 +34,7 @@ __all__ = ["PLAN_ORDERS", "WARM_START_SHAPES", "WARM_START_SUBTASK", "Shape", "d
 WARM_START_SUBTASK = "Solve it; answer in the format the task asks for."
 
 
-def domain_preamble(info: dict[str, Any]) -> str:
+def domain_preamble(info: Mapping[str, Any]) -> str:
     """The warm start's preamble (``format_warmup_preamble``): a line naming the episode's domain.
 
     Args:
@@ -72,7 +72,7 @@ def warm_start_rows(
     seed: int = 0,
     prompt_builder: PromptBuilder = full_prompt,
     subtask: str = WARM_START_SUBTASK,
-    preamble: Callable[[dict[str, Any]], str] | None = None,
+    preamble: Callable[[Mapping[str, Any]], str] | None = None,
     shapes: str | None = None,
     plan: bool = False,
     plan_order: str = "steps",
@@ -170,7 +170,7 @@ def format_warm_start(
     limit: int | None = None,
     prompt_builder: PromptBuilder = full_prompt,
     subtask: str = WARM_START_SUBTASK,
-    preamble: Callable[[dict[str, Any]], str] | None = None,
+    preamble: Callable[[Mapping[str, Any]], str] | None = None,
     shapes: str | None = None,
     plan: bool = False,
     plan_order: str = "steps",

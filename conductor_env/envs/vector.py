@@ -71,7 +71,7 @@ class ConductorVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._autoreset = np.zeros(num_envs, dtype=bool)
-        self._observations = create_empty_array(self.single_observation_space, num_envs)
+        self._observations: Any = create_empty_array(self.single_observation_space, num_envs)  # the Dict space's batch (gymnasium types any space's)
 
     def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
         """Resets every sub-environment.
@@ -95,7 +95,8 @@ class ConductorVectorEnv(VectorEnv):
         async def reset_all() -> list[tuple[dict, dict]]:
             return list(await asyncio.gather(*(env.areset(seed=s, options=options) for env, s in zip(self.envs, seeds))))
 
-        observations, infos = [], {}
+        observations: list[dict] = []
+        infos: dict[str, Any] = {}
         for index, (observation, info) in enumerate(run_sync(reset_all())):
             observations.append(observation)
             infos = self._add_info(infos, info, index)
@@ -128,7 +129,8 @@ class ConductorVectorEnv(VectorEnv):
             return await env.astep(actions[index])
 
         results = await asyncio.gather(*(one(i) for i in range(self.num_envs)))
-        observations, infos = [], {}
+        observations: list[dict] = []
+        infos: dict[str, Any] = {}
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         terminations = np.zeros(self.num_envs, dtype=bool)
         truncations = np.zeros(self.num_envs, dtype=bool)
