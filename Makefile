@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 TORCH ?= torch==2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: install system sandbox model test test-ray test-fast demo bench clean
+.PHONY: install system sandbox model lint test test-ray test-fast demo bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,8 +32,14 @@ sandbox: install
 model: install
 	$(VENV)/bin/conductor-env models export gemma3-270m
 
+# ruff (lint and format check) on everything; mypy on the core and the training wing.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	PYTHON=$(PY) bash scripts/typecheck.sh
+
 # Ray's tests run in network and PID namespaces holding only loopback (Ray binds nothing else).
-test: install system sandbox model
+test: install lint system sandbox model
 	$(PY) -m pytest -m "not ray" $(PYTEST_ARGS)
 	bash scripts/in_loopback_ns.sh $(PY) -m pytest -m ray tests/distributed $(PYTEST_ARGS)
 
@@ -51,4 +57,4 @@ bench: install sandbox
 	$(PY) benchmarks/bench_executor.py --json benchmarks/results/executor.json
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis .ruff_cache .mypy_cache
