@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Type-checks the core (conductor_env/*.py, conductor_env/envs) and the training wing
-# (agents/training) with mypy; the configuration is [tool.mypy] in pyproject.toml.
+# Type-checks the core (conductor_env/*.py, conductor_env/envs), the training wing (agents/training),
+# the workers, the evaluation and the Ray layer with mypy; the configuration is [tool.mypy] in
+# pyproject.toml. (agents/ outside training, tasks/, sandboxes/ and the CLI are read, not reported on.)
 #
 # pyproject.toml maps agents/, tasks/ and sandboxes/ into the conductor_env import root, which mypy
 # cannot see from the source tree. So the package is assembled, as links, in a temporary folder:
@@ -25,13 +26,15 @@ for folder in agents tasks sandboxes; do
     ln -s "$ROOT/$folder" "$TREE/conductor_env/$folder"
 done
 
-# The modules in scope: the core's top-level modules, conductor_env.envs, conductor_env.agents.training.
+# The modules in scope: the core's top-level modules and these packages.
 MODULES=()
 for file in "$ROOT"/conductor_env/*.py; do
     name=$(basename "$file" .py)
     if [[ "$name" == "__init__" ]]; then MODULES+=(-m conductor_env); else MODULES+=(-m "conductor_env.$name"); fi
 done
-MODULES+=(-p conductor_env.envs -p conductor_env.agents.training)
+for package in envs agents.training workers evaluation distributed; do
+    MODULES+=(-p "conductor_env.$package")
+done
 
 status=0
 (cd "$TREE" && MYPYPATH="$TREE" "$PYTHON" -m mypy --config-file "$ROOT/pyproject.toml" \

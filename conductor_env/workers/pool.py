@@ -7,6 +7,7 @@ import importlib
 import importlib.resources
 import os
 import random
+import sys
 from pathlib import Path
 from typing import Any, Collection, Iterable, Mapping, Sequence
 
@@ -16,10 +17,10 @@ from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.limits import CallLimiter, LocalLimiter
 from conductor_env.workers.retry import with_retries, with_timeout
 
-try:  # Python 3.11+
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 #: backend name -> "module:Class" of its :class:`Worker` implementation (imported lazily, so a
 #: pool of API models never imports torch).
