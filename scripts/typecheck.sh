@@ -15,6 +15,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [[ -z "${PYTHON:-}" ]]; then
     if [[ -x "$ROOT/.venv/bin/python" ]]; then PYTHON="$ROOT/.venv/bin/python"; else PYTHON=python3; fi
 fi
+# mypy runs from the temporary folder: a relative interpreter path (make's .venv/bin/python) is made
+# absolute without resolving links (a venv's python is a link to the base interpreter).
+if [[ "$PYTHON" == */* && "$PYTHON" != /* ]]; then PYTHON="$PWD/$PYTHON"; fi
 
 TREE=$(mktemp -d)
 trap 'rm -rf "$TREE"' EXIT
