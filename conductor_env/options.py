@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from conductor_env.calls import RetryPolicy
 from conductor_env.executor import AnswerFrom
@@ -197,3 +198,24 @@ def _excluded_subpools(value: Any) -> ExcludedSubpools:
             raise bad
         subpools.add(tuple(sorted(names)))
     return tuple(sorted(subpools))
+
+
+def parse_key_values(pairs: Iterable[str], flag: str) -> dict[str, Any]:
+    """Parses ``KEY=VALUE`` command-line options (``--env-option``, ``--suite-option``, ...); a
+    value is JSON when it parses as JSON, else the string (``max_rounds=2`` gives an int,
+    ``data_files=a.jsonl`` a string). The one parser of such flags, for every command.
+
+    Raises:
+        ValueError: For an item without ``=`` or with an empty key, naming ``flag``.
+    """
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{flag} expects KEY=VALUE, got {pair!r}")
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        options[key.strip()] = value
+    return options

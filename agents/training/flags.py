@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import types
 import typing
 from typing import Any, Callable, Mapping
 
 from conductor_env.agents.training.recipe import OPTIONAL_SECTIONS, SECTIONS, GRPORecipe, RecipeError
+from conductor_env.options import parse_key_values
 
 #: The flag prefix of each section's fields.
 PREFIXES = {"model": "", "env": "", "grpo": "", "warm_start": "format-warmup-", "heldout": "heldout-"}
@@ -98,21 +98,15 @@ def add_recipe_flags(parser: argparse.ArgumentParser, defaults: Callable[[Flag],
 
 
 def parse_pairs(pairs: list[str], flag: str) -> dict[str, Any]:
-    """Parses ``KEY=VALUE`` pairs; a value is JSON when it parses as JSON, else the string.
+    """Parses ``KEY=VALUE`` flags with the package's one parser (:func:`conductor_env.options.parse_key_values`).
 
     Raises:
         RecipeError: For a pair without ``=`` or an empty key.
     """
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, text = pair.partition("=")
-        if not sep or not key.strip():
-            raise RecipeError(f"{flag} takes KEY=VALUE, got {pair!r}")
-        try:
-            out[key.strip()] = json.loads(text)
-        except ValueError:
-            out[key.strip()] = text
-    return out
+    try:
+        return parse_key_values(pairs, flag)
+    except ValueError as error:
+        raise RecipeError(str(error)) from error
 
 
 def changes_from_args(args: argparse.Namespace, base: Mapping[str, Any]) -> dict[str, Any]:

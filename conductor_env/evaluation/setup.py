@@ -7,14 +7,13 @@ failed episodes.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable, Mapping, Sequence
 
 from conductor_env.agents.base import Policy
 from conductor_env.agents.specs import make_policy
 from conductor_env.envs.preflight import missing_api_keys
 from conductor_env.envs.setup import EnvParts, EnvSetup, SetupError, suite_of_id
-from conductor_env.options import EnvOptionError, EnvOptions
+from conductor_env.options import EnvOptionError, EnvOptions, parse_key_values
 from conductor_env.tasks.registry import SuiteError
 from conductor_env.workers.pool import PoolError, WorkerPool, load_pool
 
@@ -149,29 +148,15 @@ def build_policies(specs: Sequence[str], **options: Any) -> list[Policy]:
 
 
 def parse_option_values(pairs: Iterable[str], flag: str) -> dict[str, Any]:
-    """Parses ``KEY=VALUE`` command-line options; values are JSON when they parse as JSON.
-
-    Args:
-        pairs: The raw ``KEY=VALUE`` strings.
-        flag: The option's name, for the error message.
-
-    Returns:
-        ``{key: value}`` (``max_rounds=2`` gives an int, ``data_files=a.jsonl`` a string).
+    """Parses ``KEY=VALUE`` command-line options (:func:`conductor_env.options.parse_key_values`).
 
     Raises:
         EvalConfigError: For an item without ``=``.
     """
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key.strip():
-            raise EvalConfigError(f"{flag} expects KEY=VALUE, got {pair!r}")
-        try:
-            value: Any = json.loads(raw)
-        except ValueError:
-            value = raw
-        options[key.strip()] = value
-    return options
+    try:
+        return parse_key_values(pairs, flag)
+    except ValueError as error:
+        raise EvalConfigError(str(error)) from error
 
 
 def _one_line(error: BaseException) -> str:

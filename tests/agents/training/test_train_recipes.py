@@ -223,6 +223,7 @@ def test_a_saved_conductor_is_prompted_as_trained(tmp_path):
         (["--recipe", "tpu"], "unknown recipe 'tpu'"),
         (["--env-option", "max_rund=2"], "did you mean 'max_rounds'"),
         (["--vllm"], "--vllm needs a CUDA GPU"),
+        (["--env-option", "nonsense"], "--env-option expects KEY=VALUE"),  # the one KEY=VALUE parser, as eval's
     ],
 )
 def test_bad_input_fails_in_one_line_before_the_model_loads(tmp_path, capsys, flags, message):
