@@ -58,6 +58,9 @@ __all__ = [
     "build_program",
 ]
 
+#: The modules LiveCodeBench's import header imports, in its order.
+_HEADER_MODULES = ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random", "statistics", "itertools", "functools", "operator", "io", "sys", "json")  # fmt: skip
+
 #: Prepended to every program, as LiveCodeBench's grader does (same modules, same order: the
 #: order decides which name wins, e.g. ``from builtins import *`` restores ``pow`` and ``open``
 #: after ``math`` and ``io`` shadowed them). LiveCodeBench's evaluation process also raises
@@ -66,50 +69,8 @@ __all__ = [
 LCB_IMPORT_HEADER = (
     "\n".join(
         [
-            *(
-                f"from {module} import *"
-                for module in (
-                    "string",
-                    "re",
-                    "datetime",
-                    "collections",
-                    "heapq",
-                    "bisect",
-                    "copy",
-                    "math",
-                    "random",
-                    "statistics",
-                    "itertools",
-                    "functools",
-                    "operator",
-                    "io",
-                    "sys",
-                    "json",
-                    "builtins",
-                    "typing",
-                )
-            ),
-            *(
-                f"import {module}"
-                for module in (
-                    "string",
-                    "re",
-                    "datetime",
-                    "collections",
-                    "heapq",
-                    "bisect",
-                    "copy",
-                    "math",
-                    "random",
-                    "statistics",
-                    "itertools",
-                    "functools",
-                    "operator",
-                    "io",
-                    "sys",
-                    "json",
-                )
-            ),
+            *(f"from {module} import *" for module in (*_HEADER_MODULES, "builtins", "typing")),
+            *(f"import {module}" for module in _HEADER_MODULES),
             "sys.setrecursionlimit(50000)",
             "if hasattr(sys, 'set_int_max_str_digits'):",
             "    sys.set_int_max_str_digits(50000)",
