@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import operator
 import random
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import gymnasium as gym
 
@@ -29,9 +29,11 @@ from conductor_env.info import StepInfo, typed_step
 from conductor_env.observation import HISTORY_PART_BYTES, ObservationBuilder
 from conductor_env.options import MAX_ACTION_BYTES, MAX_QUESTION_BYTES, EnvOptionError, EnvOptions
 from conductor_env.rounds import EpisodeState, RoundOutcome, RoundPlayer
+from conductor_env.rows import resolve_row
 from conductor_env.spaces import Utf8Text, utf8_size
 from conductor_env.subpools import check_excluded_subpools
 from conductor_env.suite import Problem, TaskSuite, find_problem
+from conductor_env.workflow_json import workflow_action
 
 __all__ = ["ConductorEnv", "EnvLost", "HISTORY_PART_BYTES", "MAX_ACTION_BYTES", "MAX_QUESTION_BYTES"]
 
@@ -60,9 +62,11 @@ class ConductorEnv(gym.Env[dict, str]):
     :class:`~conductor_env.spaces.Utf8Text` spaces bounded in UTF-8 bytes (see
     :class:`~conductor_env.observation.ObservationBuilder`).
 
-    Action: the workflow text (free reasoning then the three lists), a ``Utf8Text`` of up to
+    Action: the workflow text (free reasoning then the three lists, or the JSON object of
+    :data:`~conductor_env.workflow_json.WORKFLOW_SCHEMA`), a ``Utf8Text`` of up to
     :data:`MAX_ACTION_BYTES`. Any string is answered: one the parser cannot read (too long
-    included) ends the episode with a parse error.
+    included) ends the episode with a parse error. :meth:`step` also takes the structured
+    workflow as a mapping (a tool call's arguments).
 
     Reward: see :class:`~conductor_env.rewards.RewardScheme`; with rounds, each step returns the
     raw reward of its round and ``info["round_credit"]`` holds the paper's discounted credit.
@@ -141,7 +145,9 @@ class ConductorEnv(gym.Env[dict, str]):
                 question); otherwise it is drawn with the seed. ``{"worker_draw": k}`` (an int
                 >= 0, default 0) keeps the seed's problem and sub-pool but gives the workers the
                 ``k``-th independent set of samples (several draws of one workflow average out
-                the workers' luck).
+                the workers' luck). ``{"row": {"problem_id": id, "episode_seed": s}}`` (a row of
+                :func:`conductor_env.rows.problem_rows`) is the episode ``reset(seed=s,
+                options={"problem_id": id})`` starts: envs reset to one row share one episode.
 
         Returns:
             The observation and ``info`` (a :class:`~conductor_env.info.StepInfo` with the
@@ -150,9 +156,11 @@ class ConductorEnv(gym.Env[dict, str]):
         Raises:
             KeyError: For an unknown ``problem_id``.
             IndexError: For a ``problem_index`` outside the split (the message names the range).
-            ValueError: When the problem's question is longer than ``max_question_bytes``, or
-                ``worker_draw`` is negative (``TypeError`` when it is not an int).
+            ValueError: When the problem's question is longer than ``max_question_bytes``,
+                ``worker_draw`` is negative (``TypeError`` when it is not an int), or ``row`` is
+                malformed or disagrees with ``seed``.
         """
+        seed, options = resolve_row(seed, options or {})
         super().reset(seed=seed)
         self._cancel_round()
         problem = self._pick_problem(options or {})
@@ -240,15 +248,15 @@ class ConductorEnv(gym.Env[dict, str]):
         """Async :meth:`reset` (resetting does no I/O; remote envs implement it as a call)."""
         return self.reset(seed=seed, options=options)
 
-    def step(self, action: str) -> StepResult:  # type: ignore[override]  # StepInfo is a dict, but a TypedDict is no dict[str, Any] to mypy
+    def step(self, action: str | Mapping[str, Any]) -> StepResult:  # type: ignore[override]  # StepInfo is a dict, but a TypedDict is no dict[str, Any] to mypy
         """Runs a workflow (or a self-call frame's sub-workflow); see :meth:`astep`."""
         return run_sync(self.astep(action))
 
-    async def astep(self, action: str) -> StepResult:
+    async def astep(self, action: str | Mapping[str, Any]) -> StepResult:
         """Async :meth:`step`: many environments can step concurrently on one event loop.
 
         Args:
-            action: The workflow text.
+            action: The workflow text, or the structured workflow as a mapping (read as its JSON).
 
         Returns:
             ``(observation, reward, terminated, truncated, info)``. Inside a self-call, the
@@ -262,6 +270,8 @@ class ConductorEnv(gym.Env[dict, str]):
         episode = self._episode
         if episode is None or episode.done:
             raise RuntimeError("call reset() before step() (the episode is over or never started)")
+        if isinstance(action, Mapping):
+            action = workflow_action(dict(action))
         if not self.options.self_call:  # no frames can open: run the round inline (no extra tasks)
             return self._after_round(await self.rounds.play(episode, action, None))
         if self._frames is not None and self._frames.waiting is not None:

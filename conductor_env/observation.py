@@ -4,7 +4,10 @@ Besides the rendered ``prompt`` (the Conductor template's user message) and the 
 ``system`` message and reply ``prefill`` (``""`` when it has none), an observation carries as fields what a policy needs to write a
 valid workflow (``num_workers``, ``conductor_id``, ``max_steps``) and the shown workers' names
 (``worker_names``: entry ``i`` names shown id ``i``; ``""`` past the shown workers or when the env
-hides names), so no policy reads structure back out of prompt text.
+hides names), so no policy reads structure back out of prompt text. ``update`` is what a later
+round adds to the Conductor's conversation (the previous round's answer and what to do with it;
+``""`` in the first round and inside self-call frames): the chat view of
+:mod:`conductor_env.chat` sends it instead of the whole prompt again.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from gymnasium import spaces
 
 from conductor_env.calls import ShownWorker
 from conductor_env.options import EnvOptions
-from conductor_env.prompts import conductor_prompt, conductor_prompt_bound, conductor_system, select_examples
+from conductor_env.prompts import REVISE_INSTRUCTION, conductor_prompt, conductor_prompt_bound, conductor_system, select_examples
 from conductor_env.spaces import Utf8Text, shorten_text, utf8_size
 from conductor_env.templates import load_template
 
@@ -78,6 +81,7 @@ class ObservationBuilder:
         rounds = options.max_rounds
         history_round = len(f"Round {rounds} workflow:\n\nRound {rounds} answer:\n\n\n") + 2 * HISTORY_PART_BYTES
         history = (rounds - 1) * history_round
+        update = 0 if rounds == 1 else utf8_size(self.update_text(rounds - 1, "")) + HISTORY_PART_BYTES
         prompt = conductor_prompt_bound(
             options.conductor_template,
             max_steps=options.max_steps,
@@ -91,6 +95,7 @@ class ObservationBuilder:
             "question": options.max_question_bytes,
             "workers": workers,
             "history": history,
+            "update": update,
             "system": utf8_size(self.system),
             "prefill": utf8_size(self.prefill),
         }
@@ -131,6 +136,12 @@ class ObservationBuilder:
             answer = shorten_text(done.answer, HISTORY_PART_BYTES)
             blocks.append(f"Round {k + 1} workflow:\n{workflow}\nRound {k + 1} answer:\n{answer}")
         return "\n\n".join(blocks)
+
+    @staticmethod
+    def update_text(round_number: int, answer: str) -> str:
+        """The new information of the round after round ``round_number`` (1-based): its answer, cut
+        to its bound, and the instruction to revise or keep it."""
+        return f"Round {round_number} answer:\n{shorten_text(answer, HISTORY_PART_BYTES)}\n\n{REVISE_INSTRUCTION}"
 
     def build(
         self,
@@ -181,6 +192,7 @@ class ObservationBuilder:
             "question": question,
             "workers": workers,
             "history": history_text,
+            "update": self.update_text(len(history), history[-1].answer) if depth == 0 and history else "",
             "round": round_index if depth == 0 else 0,
             "depth": depth,
             "num_workers": len(shown) + (conductor_id is not None),

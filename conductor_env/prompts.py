@@ -98,6 +98,14 @@ def select_examples(domain: str, selection: ExampleSelection = "out_of_domain", 
     return chosen[:k]
 
 
+#: What a later round asks of the Conductor (in the prompt's history section and in the chat view's update).
+REVISE_INSTRUCTION = (
+    'Write a new workflow to improve the answer (workers with "all" access also see the previous '
+    "round's steps), or write three empty lists (model_id = [], subtasks = [], access_list = []) "
+    "to keep the previous answer."
+)
+
+
 def render_pool(worker_lines: Sequence[str]) -> str:
     """Returns the numbered pool block, one line per shown worker id."""
     return "\n".join(worker_lines)
@@ -107,15 +115,7 @@ def _conductor_values(question: str, workers: str, examples: Sequence[WorkedExam
     """Returns the values of every Conductor placeholder (see :data:`~conductor_env.templates.PLACEHOLDERS`)."""
     shown = "\n\n".join(f"Example {i + 1}\nTask: {e.question}\nWorkflow:\n{e.workflow}" for i, e in enumerate(examples))
     examples_section = f"Here are example workflows for other tasks (the ids refer to their own pools):\n\n{shown}\n\n" if examples else ""
-    history_section = (
-        "Your earlier round(s) on this task:\n"
-        f"{history}\n\n"
-        'Write a new workflow to improve the answer (workers with "all" access also see the previous '
-        "round's steps), or write three empty lists (model_id = [], subtasks = [], access_list = []) "
-        "to keep the previous answer.\n\n"
-        if history
-        else ""
-    )
+    history_section = f"Your earlier round(s) on this task:\n{history}\n\n{REVISE_INSTRUCTION}\n\n" if history else ""
     return {
         "question": question,
         "workers": workers,

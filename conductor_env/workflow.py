@@ -6,7 +6,8 @@ A workflow is written as three Python lists of equal length, after any amount of
     subtasks = ["Plan the algorithm", "Implement it", "Check the code"]
     access_list = [[], "all", "all"]
 
-Parsing follows the paper's code: ``<think>`` blocks are removed, labels are matched leniently
+The JSON object of :mod:`conductor_env.workflow_json` (what structured tool calls produce) is
+read too, and validated the same way. Parsing the text form follows the paper's code: ``<think>`` blocks are removed, labels are matched leniently
 and the balanced ``[...]`` after each is read as a list; when the lists appear more than once, the
 last complete set wins (:mod:`conductor_env.workflow_lists` finds them). This module holds the
 parsed form (:class:`Workflow`, :class:`Step`, canonical rendering) and validates the lists.
@@ -26,6 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from conductor_env.workflow_json import read_json_lists
 from conductor_env.workflow_lists import read_lists
 
 if TYPE_CHECKING:
@@ -174,7 +176,8 @@ def parse_workflow(
     """Parses and validates a Conductor's workflow text, in time linear in its length.
 
     Args:
-        text: The Conductor's whole output (free reasoning may precede the lists).
+        text: The Conductor's whole output (free reasoning may precede the lists), or the
+            workflow as one JSON object (:data:`~conductor_env.workflow_json.WORKFLOW_SCHEMA`).
         num_workers: Number of worker ids shown; valid ids are ``0..num_workers-1``.
         max_steps: Largest number of steps allowed.
         access: ``"binary"`` accepts ``"all"``, ``["all"]`` and ``[]``; ``"indices"`` also
@@ -193,7 +196,7 @@ def parse_workflow(
         raise WorkflowError("no_lists", f"the action must be text, got {type(text).__name__}")
     if max_chars is not None and len(text) > max_chars:
         raise WorkflowError("too_long", f"{len(text)} characters, at most {max_chars} are read")
-    lists = read_lists(text)
+    lists = read_json_lists(text) or read_lists(text)
     if lists is None:
         raise WorkflowError("no_lists")
     ids, subtasks, accesses = lists["model"], lists["subtasks"], lists["access"]

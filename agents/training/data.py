@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence, TypeVar
 from conductor_env.agents.prompts import PromptBuilder, chat_messages, full_prompt
 from conductor_env.agents.training.reward import EnvFactory
 from conductor_env.env import ConductorEnv
+from conductor_env.rows import spread_evenly
 
 
 def build_dataset(
@@ -55,11 +56,7 @@ def build_dataset(
 
     env = factory.local()
     if problem_ids is None:
-        problems = list(env.problems)
-        if limit is not None and limit < len(problems):
-            stride = len(problems) / limit
-            problems = [problems[int(i * stride)] for i in range(limit)]
-        problem_ids = [p.id for p in problems]
+        problem_ids = [p.id for p in spread_evenly(env.problems, limit)]
     if domain_weights and not balance_domains:
         raise ValueError("domain_weights need balance_domains (they weigh its round-robin order)")
     if balance_domains:

@@ -18,6 +18,7 @@ from conductor_env.agents.base import Policy
 from conductor_env.agents.episode import PlayedEpisode, PolicyBatcher, play
 from conductor_env.agents.training.reward import EnvFactory
 from conductor_env.event_loop import run_sync
+from conductor_env.rows import spread_evenly
 
 #: The episode seed of the first held-out question (question ``i`` gets ``HELDOUT_SEED + i``),
 #: apart from the training questions' seeds.
@@ -50,10 +51,7 @@ class HeldOutQuestion:
 
 def heldout_questions(factory: EnvFactory, questions: int, *, seed: int = HELDOUT_SEED) -> list[HeldOutQuestion]:
     """Returns ``questions`` problems of ``factory``'s split, spread evenly over it, with fixed episode seeds."""
-    problems = list(factory.local().problems)
-    if questions < len(problems):
-        stride = len(problems) / questions
-        problems = [problems[int(i * stride)] for i in range(questions)]
+    problems = spread_evenly(factory.local().problems, questions)
     return [HeldOutQuestion(problem.id, seed + i) for i, problem in enumerate(problems)]
 
 

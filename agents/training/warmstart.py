@@ -25,6 +25,7 @@ from conductor_env.agents.prompts import PromptBuilder, chat_messages, full_prom
 from conductor_env.agents.training.model import load_tokenizer, lora_config
 from conductor_env.agents.training.reward import EnvFactory
 from conductor_env.agents.workflow_shapes import PLAN_ORDERS, WARM_START_SHAPES, Shape, plan_text, shape_label
+from conductor_env.rows import spread_evenly
 
 logger = logging.getLogger(__name__)
 
@@ -113,10 +114,7 @@ def warm_start_rows(
         raise ValueError(f"unknown warm-start shapes {shapes!r}; use one of {sorted(WARM_START_SHAPES)}")
     shape_set = WARM_START_SHAPES[shapes] if shapes is not None else None
     env = factory.local()
-    problems = list(env.problems)
-    if limit is not None and limit < len(problems):
-        stride = len(problems) / limit
-        problems = [problems[int(i * stride)] for i in range(limit)]
+    problems = spread_evenly(env.problems, limit)
     pool_names = [spec.name for spec in env.pool.specs]
     groups = []
     for i, problem in enumerate(problems):
