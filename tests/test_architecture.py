@@ -10,7 +10,7 @@ The layers (docs/ARCHITECTURE.md), bottom to top::
     training    conductor_env.agents.training: GRPO, warm start, held-out scoring, recipes, SB3
     evaluation  conductor_env.evaluation
     cli         conductor_env.cli
-    distributed conductor_env.distributed (Ray; optional)
+    distributed conductor_env.distributed (Ray; optional); serving, integrations (framework adapters) beside it
 
 A module may import its own layer's package and any lower layer; never a higher layer, and never
 a sibling package of the same height. Every import counts, including those inside functions and
@@ -44,6 +44,8 @@ LAYERS = {
     "conductor_env.agents.training": 5,
     "conductor_env.evaluation": 5,
     "conductor_env.distributed": 6,
+    "conductor_env.serving": 6,
+    "conductor_env.integrations": 6,
     "conductor_env.cli": 7,
 }
 MAX_MODULE_LINES = 400
