@@ -1,0 +1,220 @@
+"""TRL's environment path: a Conductor episode as a tool-calling conversation, every round trained.
+
+``GRPOTrainer(environment_factory=...)`` builds one environment per rollout, calls its
+``reset(**row)`` with the dataset row's columns, exposes its public methods as tools and lets the
+model call them, generating each next turn with TRL's own generation (vLLM when the config says
+so). :class:`ConductorToolEnv` has exactly one tool, :meth:`ConductorToolEnv.run_workflow`: each
+call is one round of the episode, and its return is the new information of the next round
+(:func:`conductor_env.chat.chat_turn`). The whole conversation (every round's tool call) is the
+trained completion; TRL masks the tool results out of the loss.
+
+:class:`ConductorEnvironments` is the factory to pass (one shared suite and pool for all rollouts);
+:func:`conductor_tool_reward` is the reward function to pass with it: it reads each rollout's
+environment (TRL hands reward functions ``environments``), logs the package's metrics through
+TRL's ``log_metric`` and returns ``None`` (left out of the group baseline) for an infra error.
+
+TRL 1.16 runs the tool calls of a batch one rollout after another (docs/TRL_UPSTREAM.md): with
+slow workers the reward-function path (:func:`conductor_env.integrations.trl.conductor_reward`)
+plays a batch concurrently and is faster; this path trains later rounds too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Sequence
+
+from conductor_env.agents.training.progress import IDENTICAL_GROUPS_KEY
+from conductor_env.agents.training.reward import EnvFactory, completion_text, identical_group_share
+from conductor_env.chat import chat_turn, workflow_action
+from conductor_env.env import ConductorEnv
+from conductor_env.event_loop import background_loop, run_sync
+
+#: Told to the model after the first prompt: the workflow is the tool call's arguments.
+TOOL_HINT = "Give the workflow by calling the run_workflow tool with the three lists as its arguments (three empty lists keep the previous round's answer)."
+#: The tool's return once the episode has ended (the grade is not shown: the reply after it is trained too).
+EPISODE_OVER = "The episode is over and its final answer is recorded. Do not call run_workflow again."
+#: The workflow that ends a multi-round episode keeping the previous round's answer.
+KEEP_ANSWER = '{"model_id": [], "subtasks": [], "access_list": []}'
+#: Most keep-the-answer steps :func:`conductor_tool_reward` takes to finish an episode the model left open.
+MAX_FINISHING_STEPS = 8
+
+
+async def _on_package_loop(coroutine: Any) -> Any:
+    """Awaits a coroutine on the package's event loop (the workers' clients live there), from any loop."""
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, background_loop()))
+
+
+class ConductorToolEnv:
+    """One rollout's Conductor episode, for ``GRPOTrainer(environment_factory=...)``.
+
+    Built by :class:`ConductorEnvironments` (TRL calls the factory with no arguments). TRL turns
+    every public method but ``reset`` into a tool, so the only one is :meth:`run_workflow`;
+    the state lives in private attributes that :func:`conductor_tool_reward` reads.
+
+    Args:
+        env: The episode's env (not shared with another rollout).
+    """
+
+    def __init__(self, env: ConductorEnv) -> None:
+        self._env = env
+        self._calls = 0
+        self._done = False
+        self._reward: float | None = 0.0
+        self._info: dict[str, Any] = {}
+        self._first_info: dict[str, Any] = {}
+        self._row: tuple[str, int] = ("", 0)
+
+    def reset(self, problem_id: str | None = None, episode_seed: int | None = None, prompt: Any = None, **_: Any) -> str:
+        """Starts the episode of a dataset row (TRL passes the row's columns as keywords).
+
+        Args:
+            problem_id: The row's problem.
+            episode_seed: The row's episode seed (the sub-pool and the workers' samples), shared by
+                the rollouts of a GRPO group.
+            prompt: The row's ``prompt`` column (TRL appends the returned text to its last message).
+            **_: The row's other columns.
+
+        Returns:
+            The first user message (the Conductor prompt and how to call the tool), or ``""`` when
+            the row's ``prompt`` already holds it.
+
+        Raises:
+            ValueError: For a row without ``problem_id`` and ``episode_seed``; build the dataset
+                with :func:`conductor_env.integrations.trl.conductor_dataset`.
+        """
+        if problem_id is None or episode_seed is None:
+            raise ValueError("a ConductorToolEnv row needs the columns problem_id and episode_seed; build the dataset with conductor_env.integrations.trl.conductor_dataset(..., tools=True)")
+        self._row = (str(problem_id), int(episode_seed))
+        observation, _ = self._env.reset(options={"row": {"problem_id": self._row[0], "episode_seed": self._row[1]}})
+        self._calls, self._done, self._reward, self._info, self._first_info = 0, False, 0.0, {}, {}
+        if isinstance(prompt, list) and prompt and prompt[-1].get("content"):
+            return ""
+        messages = chat_turn(observation)
+        user = messages[-1]["content"]
+        if not isinstance(prompt, list) and len(messages) > 1:  # no prompt column: the system text goes first
+            user = messages[0]["content"] + "\n\n" + user
+        return user + "\n\n" + TOOL_HINT
+
+    async def run_workflow(self, model_id: list[int], subtasks: list[str], access_list: list[str | list[int]]) -> str:
+        """Runs one round's workflow: each step gives one worker one subtask; the last step's response is the answer.
+
+        Args:
+            model_id: The worker id of each step, from the numbered pool in the prompt.
+            subtasks: The instruction each step's worker receives, one per step.
+            access_list: What each step reads, one per step: "all" (every earlier step) or a list of earlier step indices ([] for none).
+
+        Returns:
+            The next round's new information (the answer so far and what to do with it), or a note that the episode is over.
+        """
+        if self._done:
+            return EPISODE_OVER
+        self._calls += 1
+        action = workflow_action({"model_id": model_id, "subtasks": subtasks, "access_list": access_list})
+        return await self._step(action)
+
+    async def _step(self, action: str) -> str:
+        """Plays one action; returns the tool's reply."""
+        observation, reward, terminated, truncated, info = await _on_package_loop(self._env.astep(action))
+        if not self._first_info:
+            self._first_info = dict(info)
+        self._info = dict(info)
+        if terminated or truncated:
+            self._done, self._reward = True, float(reward)
+            return EPISODE_OVER
+        return "\n\n".join(message["content"] for message in chat_turn(observation))
+
+    async def _finish(self, completion: str) -> None:
+        """Ends an episode the conversation left open: a conversation with no tool call is played
+        as the text action it wrote; after a tool call, the previous answer is kept."""
+        if not self._done and self._calls == 0:
+            await self._step(completion)
+        for _ in range(MAX_FINISHING_STEPS):
+            if self._done:
+                return
+            await self._step(KEEP_ANSWER)
+
+    def _outcome(self) -> tuple[float | None, dict[str, Any]]:
+        """The episode's reward (``None``: not scored) and its last ``info``."""
+        if not self._done:
+            return 0.0, {**self._info, "parse_error": "unfinished"}
+        if self._info.get("infra_error"):
+            return None, self._info
+        return self._reward, self._info
+
+
+class ConductorEnvironments:
+    """The ``environment_factory`` of a Conductor env: every call builds a :class:`ConductorToolEnv`
+    over one shared suite and worker pool.
+
+    Args:
+        factory: The env factory (``conductor_env.integrations.trl.env_factory`` builds one from
+            an env id and its keywords).
+    """
+
+    def __init__(self, factory: EnvFactory) -> None:
+        self.factory = factory
+
+    def __call__(self) -> ConductorToolEnv:
+        """Returns a new rollout environment."""
+        return ConductorToolEnv(self.factory())
+
+    def close(self) -> None:
+        """Closes the shared suite and pool."""
+        self.factory.close()
+
+
+def conductor_tool_reward(
+    completions: Sequence[Any] = (),
+    environments: Sequence[ConductorToolEnv] | None = None,
+    log_metric: Any = None,
+    problem_id: Sequence[str] = (),
+    episode_seed: Sequence[int] = (),
+    **_: Any,
+) -> list[float | None]:
+    """TRL reward function of the environment path: each rollout's episode reward.
+
+    Episodes the conversation left open are finished first (see :meth:`ConductorToolEnv._finish`),
+    all at once. Logs ``conductor/parse_rate``, ``conductor/accuracy``, ``conductor/cost_usd``,
+    ``conductor/infra_errors`` and ``conductor/rounds`` through ``log_metric``.
+
+    Args:
+        completions: The rollouts' conversations (TRL's).
+        environments: The rollouts' :class:`ConductorToolEnv` (TRL passes them).
+        log_metric: TRL's metric hook.
+        problem_id: The rows' problems (for the share of identical-reward groups).
+        episode_seed: The rows' episode seeds.
+
+    Returns:
+        One reward per rollout; ``None`` for an infra error.
+
+    Raises:
+        ValueError: When TRL passed no environments (the trainer has no ``environment_factory``).
+    """
+    if environments is None or len(environments) != len(completions):
+        raise ValueError("conductor_tool_reward reads the rollouts' environments: pass environment_factory=ConductorEnvironments(...) to GRPOTrainer")
+
+    async def finish_all() -> None:
+        await asyncio.gather(*(env._finish(_last_text(c)) for env, c in zip(environments, completions)))
+
+    run_sync(finish_all())
+    outcomes = [env._outcome() for env in environments]
+    rewards = [reward for reward, _ in outcomes]
+    if log_metric is not None:
+        scored = [(env, info) for env, (reward, info) in zip(environments, outcomes) if reward is not None]
+        count = max(1, len(scored))
+        log_metric("conductor/parse_rate", sum(not env._first_info.get("parse_error") for env, _ in scored) / count)
+        log_metric("conductor/accuracy", sum(bool(info.get("correct")) for _, info in scored) / count)
+        log_metric("conductor/cost_usd", sum(float(info.get("cost_usd", 0.0)) for _, info in scored) / count)
+        log_metric("conductor/infra_errors", float(len(outcomes) - len(scored)))
+        log_metric("conductor/rounds", sum(env._calls for env in environments) / max(1, len(environments)))
+        if len(problem_id) == len(rewards) == len(episode_seed):
+            log_metric(IDENTICAL_GROUPS_KEY, identical_group_share(list(zip(problem_id, episode_seed)), rewards))
+    return rewards
+
+
+def _last_text(completion: Any) -> str:
+    """The last assistant message's text of a conversation (the whole text of a plain completion)."""
+    if isinstance(completion, list):
+        texts = [m.get("content") for m in completion if isinstance(m, dict) and m.get("role", "assistant") == "assistant"]
+        return completion_text([{"role": "assistant", "content": texts[-1] if texts else ""}])
+    return completion_text(completion)

@@ -1,0 +1,166 @@
+"""The TRL integration without a model: the fast path's reward and dataset, and the environment
+path's reset, tool and reward against real simulated-pool episodes (hostile tool calls beside
+honest ones)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+
+import pytest
+
+import conductor_env  # noqa: F401  (registers the ids)
+from conductor_env.integrations.trl import ConductorToolEnv, conductor_dataset, conductor_environments, conductor_reward, conductor_tool_reward, env_factory
+from conductor_env.integrations.trl_env import EPISODE_OVER, TOOL_HINT
+from conductor_env.workers.base import WorkerSpec
+from conductor_env.workers.pool import WorkerPool
+
+SMALL_RG = {"datasets": ["basic_arithmetic"], "size": 4}
+
+
+def sure_pool() -> WorkerPool:
+    """Worker 0 always right, 1 always wrong, 2 always down."""
+    return WorkerPool(
+        [
+            WorkerSpec("always", "simulated", options={"skill": 1.0}),
+            WorkerSpec("never", "simulated", options={"skill": 0.0}),
+            WorkerSpec("down", "simulated", options={"skill": 1.0, "fail_rate": 1.0}),
+        ],
+        name="sure",
+    )
+
+
+@pytest.fixture()
+def environments():
+    made = conductor_environments("Conductor-RG-v0", pool=sure_pool(), suite_options=SMALL_RG, max_rounds=2)
+    yield made
+    made.close()
+
+
+def chat(text: str) -> list[dict]:
+    return [{"role": "assistant", "content": text}]
+
+
+def score(envs: list[ConductorToolEnv], texts: list[str], metrics: dict | None = None) -> list[float | None]:
+    logged = metrics if metrics is not None else {}
+    return conductor_tool_reward(completions=[chat(t) for t in texts], environments=envs, log_metric=logged.__setitem__)
+
+
+def test_trl_sees_one_typed_tool():
+    from transformers.utils import get_json_schema
+
+    public = [name for name, _ in inspect.getmembers(ConductorToolEnv, predicate=inspect.isfunction) if not name.startswith("_")]
+    assert public == ["reset", "run_workflow"]  # what TRL 1.16 lists: every public function but reset is a tool
+    schema = get_json_schema(ConductorToolEnv.run_workflow)["function"]
+    assert schema["name"] == "run_workflow" and schema["parameters"]["required"] == ["model_id", "subtasks", "access_list"]
+    assert schema["parameters"]["properties"]["model_id"]["items"] == {"type": "integer"}
+    assert all(schema["parameters"]["properties"][key]["description"] for key in ("model_id", "subtasks", "access_list"))
+
+
+def test_reset_takes_the_rows_columns_and_returns_the_first_user_message(environments):
+    dataset = conductor_dataset(environments, limit=2, seed=5, tools=True)
+    assert dataset.column_names == ["prompt", "problem_id", "episode_seed", "domain"]
+    row = dict(dataset[1])
+    assert row["prompt"][-1] == {"role": "user", "content": ""} and row["episode_seed"] == 6
+    env = environments()
+    text = env.reset(**row)
+    reference = env_factory(environments.factory)()  # a ready factory is used as it is
+    observation, _ = reference.reset(options={"row": {"problem_id": row["problem_id"], "episode_seed": 6}})
+    assert text == observation["prompt"] + "\n\n" + TOOL_HINT
+    assert env.reset(**{**row, "prompt": [{"role": "user", "content": "already there"}]}) == ""
+    with pytest.raises(ValueError, match="problem_id and episode_seed"):
+        env.reset(prompt=row["prompt"])
+
+
+def test_every_round_is_a_tool_call_and_the_reward_is_the_episodes(environments):
+    row = dict(conductor_dataset(environments, limit=1, tools=True)[0])
+    good, bad = environments(), environments()
+    for env in (good, bad):
+        env.reset(**row)
+    first = asyncio.run(good.run_workflow([0], ["Solve it."], [[]]))
+    assert first.startswith("Round 1 answer:") and "Answer:" in first
+    assert asyncio.run(good.run_workflow([0], ["Check it."], ["all"])) == EPISODE_OVER
+    assert asyncio.run(good.run_workflow([0], ["again"], [[]])) == EPISODE_OVER  # the episode is over: no third round
+    asyncio.run(bad.run_workflow([1], ["Solve it."], [[]]))
+    asyncio.run(bad.run_workflow([], [], []))  # keep the (wrong) answer
+    reference = environments.factory()  # the same actions in a plain env: the same reward
+    reference.reset(options={"row": {"problem_id": row["problem_id"], "episode_seed": row["episode_seed"]}})
+    reference.step('{"model_id": [1], "subtasks": ["Solve it."], "access_list": [[]]}')
+    wrong_reward = reference.step("model_id = []\nsubtasks = []\naccess_list = []")[1]
+    metrics: dict = {}
+    assert score([good, bad], ["", ""], metrics) == [1.0, wrong_reward] and wrong_reward < 1.0
+    assert metrics["conductor/rounds"] == 2.0 and metrics["conductor/accuracy"] == 0.5 and metrics["conductor/parse_rate"] == 1.0
+
+
+def test_conversations_left_open_are_finished(environments):
+    row = dict(conductor_dataset(environments, limit=1, tools=True)[0])
+    text_only, garbage, one_round = environments(), environments(), environments()
+    for env in (text_only, garbage, one_round):
+        env.reset(**row)
+    asyncio.run(one_round.run_workflow([0], ["Solve it."], [[]]))  # then the model stopped calling: the answer is kept
+    lists = 'model_id = [0]\nsubtasks = ["Solve it."]\naccess_list = [[]]'  # no tool call: the text is the action
+    assert score([text_only, garbage, one_round], [lists, "I think the answer is 4.", "done"]) == [1.0, 0.0, 1.0]
+    assert garbage._outcome()[1]["parse_error"]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"model_id": ["x"], "subtasks": ["a"], "access_list": [[]]},
+        {"model_id": [0], "subtasks": 5, "access_list": None},
+        {"model_id": [99], "subtasks": ["a"], "access_list": [[]]},
+        {"model_id": [0, 0], "subtasks": ["a"], "access_list": [[], []]},
+        {"model_id": [0], "subtasks": ["a"], "access_list": [[3]]},
+    ],
+)
+def test_hostile_tool_arguments_get_a_zero_reward_with_a_reason(environments, arguments):
+    row = dict(conductor_dataset(environments, limit=1, tools=True)[0])
+    hostile, honest = environments(), environments()
+    hostile.reset(**row)
+    honest.reset(**row)
+    assert asyncio.run(hostile.run_workflow(**arguments)) == EPISODE_OVER
+    asyncio.run(honest.run_workflow([0], ["Solve it."], [[]]))
+    assert score([hostile, honest], ["", ""]) == [0.0, 1.0]
+    assert hostile._outcome()[1]["parse_error"]
+
+
+def test_an_outage_is_not_scored(environments):
+    row = dict(conductor_dataset(environments, limit=1, tools=True)[0])
+    down = environments()
+    down.reset(**row)
+    asyncio.run(down.run_workflow([2], ["Solve it."], [[]]))
+    metrics: dict = {}
+    assert score([down], [""], metrics) == [None] and metrics["conductor/infra_errors"] == 1.0
+
+
+def test_the_tool_reward_refuses_a_trainer_without_environments():
+    with pytest.raises(ValueError, match="environment_factory"):
+        conductor_tool_reward(completions=[chat("x")])
+
+
+def test_fast_path_reward_and_dataset_log_the_packages_metrics():
+    reward = conductor_reward("Conductor-RG-v0", pool=sure_pool(), suite_options=SMALL_RG)
+    try:
+        dataset = conductor_dataset(reward, limit=2)
+        assert dataset[0]["prompt"][-1]["role"] == "user" and dataset[0]["prompt"][-1]["content"]
+        rows = [dataset[0], dataset[0], dataset[1]]
+        actions = [json.dumps({"model_id": [w], "subtasks": ["Solve it."], "access_list": [[]]}) for w in (0, 1, 2)]
+        metrics: dict = {}
+        rewards = reward(
+            completions=[chat(a) for a in actions],
+            problem_id=[r["problem_id"] for r in rows],
+            episode_seed=[r["episode_seed"] for r in rows],
+            log_metric=metrics.__setitem__,
+        )
+        assert rewards[0] == 1.0 and rewards[1] is not None and rewards[1] < 1.0 and rewards[2] is None  # right, wrong, outage
+        assert metrics["conductor/accuracy"] == 0.5 and metrics["conductor/infra_errors"] == 1.0 and "conductor/cost_usd" in metrics
+    finally:
+        reward.close()
+
+
+def test_fast_path_refuses_later_rounds_it_would_not_train():
+    with pytest.raises(ValueError, match="conductor_environments"):
+        conductor_reward("Conductor-RG-v0", pool="simulated", suite_options=SMALL_RG, max_rounds=2)
+    with pytest.raises(TypeError, match="gym id"):
+        conductor_reward(42)
