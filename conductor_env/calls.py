@@ -39,11 +39,14 @@ class WorkerError(Exception):
         message: What went wrong (never contains an API key).
         retryable: True for transient failures (timeouts, 429, 5xx, connection errors) that the
             executor retries with backoff; False for failures a retry cannot fix.
+        retry_after_s: Seconds the server asked to wait before a retry (its ``Retry-After``),
+            or ``None`` when it said nothing.
     """
 
-    def __init__(self, message: str, *, retryable: bool = True) -> None:
+    def __init__(self, message: str, *, retryable: bool = True, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.retry_after_s = retry_after_s
 
 
 @dataclass(frozen=True)
@@ -55,12 +58,15 @@ class RetryPolicy:
         base_delay_s: Delay before the second attempt; doubles each time.
         max_delay_s: Upper bound of one delay.
         jitter: Fraction of random jitter added to each delay (spreads retry storms).
+        max_retry_after_s: The longest ``Retry-After`` a server may ask for; a longer one ends
+            the call at once (a retryable failure saying so) instead of stalling the episode.
     """
 
     max_attempts: int = 4
     base_delay_s: float = 0.5
     max_delay_s: float = 8.0
     jitter: float = 0.25
+    max_retry_after_s: float = 60.0
 
     def delay(self, attempt: int, rng: random.Random | None = None) -> float:
         """Returns the wait before attempt ``attempt + 1`` (``attempt`` counts from 1)."""

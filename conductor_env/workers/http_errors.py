@@ -3,16 +3,22 @@
 The ``openai`` and ``anthropic`` SDKs share one exception layout (``APITimeoutError`` <
 ``APIConnectionError``, ``APIStatusError.status_code``); :func:`worker_error_from_sdk` turns
 either into a :class:`~conductor_env.workers.base.WorkerError` whose ``retryable`` flag follows
-the usual rule: timeouts, connection errors, 408/409/425/429 and 5xx are transient.
+the usual rule: timeouts, connection errors, 408/409/425/429 and 5xx are transient. A reply's
+``retry-after-ms`` or ``Retry-After`` header (seconds or an HTTP date) travels as the error's
+``retry_after_s``, which :mod:`conductor_env.workers.retry` waits for before the next attempt.
 """
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import json
+import math
 import os
 import re
+import time
 from types import ModuleType
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from conductor_env.calls import WorkerError
 from conductor_env.workers.base import WorkerSpec
@@ -52,6 +58,46 @@ def is_retryable_status(status: int) -> bool:
     return status in RETRYABLE_STATUSES or status >= 500
 
 
+def _seconds(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Reads how long a server asked the client to wait before retrying.
+
+    ``retry-after-ms`` (OpenAI's, in milliseconds) wins over ``Retry-After`` (RFC 9110: seconds or
+    an HTTP date). Negative, non-finite and unparseable values count as absent; a date in the past
+    means no wait.
+
+    Args:
+        headers: The response headers (a case-insensitive mapping such as ``httpx.Headers``).
+        now: The current Unix time (``None``: the system clock); for dates.
+
+    Returns:
+        The wait in seconds, or ``None`` when the server gave none usable.
+    """
+    millis = headers.get("retry-after-ms")
+    if millis is not None and (value := _seconds(millis.strip())) is not None:
+        return value / 1000.0
+    text = (headers.get("retry-after") or "").strip()
+    if not text:
+        return None
+    if (value := _seconds(text)) is not None:
+        return value
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # HTTP dates are GMT; a date without a zone is read as UTC too
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    wait = when.timestamp() - (time.time() if now is None else now)
+    return max(0.0, wait) if math.isfinite(wait) else None
+
+
 def worker_error_from_sdk(error: Exception, sdk: ModuleType, *, spec: WorkerSpec, secrets: Iterable[str | None] = ()) -> WorkerError:
     """Maps an ``openai`` or ``anthropic`` SDK exception to a :class:`WorkerError`.
 
@@ -62,7 +108,8 @@ def worker_error_from_sdk(error: Exception, sdk: ModuleType, *, spec: WorkerSpec
         secrets: Strings to mask in the message (the API key).
 
     Returns:
-        The error to raise, with ``status`` (HTTP status or ``None``) set as an attribute.
+        The error to raise, with ``status`` (HTTP status or ``None``) set as an attribute and
+        ``retry_after_s`` from the reply's headers.
     """
     status: int | None = None
     if isinstance(error, sdk.APITimeoutError):
@@ -85,6 +132,8 @@ def worker_error_from_sdk(error: Exception, sdk: ModuleType, *, spec: WorkerSpec
         if extra and extra not in detail and (body is None or str(body) not in detail):
             detail = f"{detail} - {extra[:500]}"
     message = f"worker {spec.name!r} ({spec.backend} {spec.model!r} at {where}): {kind}: {detail}"
-    result = WorkerError(redact(message, secrets), retryable=retryable)
+    response = getattr(error, "response", None)
+    retry_after = retry_after_seconds(response.headers) if status is not None and response is not None else None
+    result = WorkerError(redact(message, secrets), retryable=retryable, retry_after_s=retry_after)
     result.status = status  # type: ignore[attr-defined]
     return result
