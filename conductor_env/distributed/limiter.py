@@ -3,7 +3,8 @@
 Each process's :class:`~conductor_env.workers.pool.WorkerPool` keeps its limits to itself, so N
 episode actors would call a worker N times as hard as its pool file allows. The episode actors'
 pools (and the driver's) therefore take their slots from one :class:`ClusterLimiter` actor
-through a :class:`RayCallLimiter`. A holder renews its slot every :data:`RENEW_S` while its call
+through a :class:`RayCallLimiter`; they hold ``tokens_per_minute`` too (a slot's grant settles
+its token estimate to the reported usage on the actor). A holder renews its slot every :data:`RENEW_S` while its call
 runs; a slot not renewed for :data:`LEASE_S` (its holder died, or its node went) is taken back.
 """
 
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator
 
 from conductor_env.distributed.runtime import require_ray
-from conductor_env.workers.limits import RateWindow
+from conductor_env.workers.limits import Grant, RateWindow, TokenWindow
 
 #: The limiter actor's name in the package's Ray namespace.
 LIMITER_NAME = "conductor-env-limiter"
@@ -47,14 +48,16 @@ class ClusterLimiter:
         self._leases: dict[str, _Lease] = {}
         self._cancelled: set[str] = set()
         self._windows: dict[str, RateWindow] = {}
+        self._token_windows: dict[str, TokenWindow] = {}
         self._changed = asyncio.Condition()
         self.granted = 0
         self.peak: dict[str, int] = {}
 
-    async def acquire(self, lease_id: str, name: str, max_concurrency: int, requests_per_minute: float | None) -> bool:
+    async def acquire(self, lease_id: str, name: str, max_concurrency: int, requests_per_minute: float | None, tokens_per_minute: float | None = None, tokens: int = 0) -> bool:
         """Waits for a slot of worker ``name``; returns False when the caller gave up meanwhile.
 
-        The slot is held for ``lease_s`` unless renewed (:meth:`renew`).
+        The slot is held for ``lease_s`` unless renewed (:meth:`renew`); under a token limit its
+        ``tokens`` estimate is reserved under ``lease_id`` until :meth:`settle`.
         """
         async with self._changed:
             while True:
@@ -62,15 +65,35 @@ class ClusterLimiter:
                     self._cancelled.discard(lease_id)
                     return False
                 self._expire()
+                wait = POLL_S
                 if self._in_flight(name) < max(1, int(max_concurrency)):
-                    wait = self._windows.setdefault(name, RateWindow(requests_per_minute)).delay() if requests_per_minute else 0.0
+                    rate = self._windows.setdefault(name, RateWindow(requests_per_minute)) if requests_per_minute else None
+                    budget = self._token_windows.setdefault(name, TokenWindow(tokens_per_minute)) if tokens_per_minute else None
+                    wait = max(rate.wait() if rate else 0.0, budget.wait(tokens) if budget else 0.0)
                     if wait <= 0:
+                        if rate:
+                            rate.delay()
+                        if budget:
+                            budget.reserve(lease_id, tokens)
                         self._leases[lease_id] = _Lease(name, time.monotonic() + self.lease_s)
                         self.granted += 1
                         self.peak[name] = max(self.peak.get(name, 0), self._in_flight(name))
                         return True
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), timeout=min(POLL_S, wait) if requests_per_minute else POLL_S)
+                    await asyncio.wait_for(self._changed.wait(), timeout=min(POLL_S, wait))
+
+    async def settle(self, lease_id: str, name: str, tokens: int) -> None:
+        """Sets the tokens of slot ``lease_id`` of worker ``name`` to its reported usage."""
+        budget = self._token_windows.get(name)
+        if budget is not None:
+            budget.settle(lease_id, tokens)
+            async with self._changed:
+                self._changed.notify_all()
+
+    async def spent_tokens(self, name: str) -> float:
+        """Tokens worker ``name`` spent in the current 60 s window."""
+        budget = self._token_windows.get(name)
+        return budget.spent() if budget is not None else 0.0
 
     async def renew(self, lease_id: str) -> bool:
         """Keeps a slot held for another ``lease_s``; False when it was already taken back."""
@@ -108,6 +131,18 @@ class ClusterLimiter:
             del self._leases[lease_id]
 
 
+class _RayGrant:
+    """Settles a cluster slot's token estimate on the actor (fire and forget)."""
+
+    __slots__ = ("handle", "lease_id", "name")
+
+    def __init__(self, handle: Any, lease_id: str, name: str) -> None:
+        self.handle, self.lease_id, self.name = handle, lease_id, name
+
+    def settle(self, tokens: int) -> None:
+        self.handle.settle.remote(self.lease_id, self.name, int(tokens))
+
+
 class RayCallLimiter:
     """A :class:`~conductor_env.workers.limits.CallLimiter` whose slots come from the cluster's actor.
 
@@ -120,11 +155,11 @@ class RayCallLimiter:
         self.handle = handle
 
     @contextlib.asynccontextmanager
-    async def slot(self, name: str, max_concurrency: int, requests_per_minute: float | None) -> AsyncIterator[None]:
+    async def slot(self, name: str, max_concurrency: int, requests_per_minute: float | None, tokens_per_minute: float | None = None, tokens: int = 0) -> AsyncIterator[Grant]:
         """See :meth:`conductor_env.workers.limits.CallLimiter.slot`."""
         lease_id = uuid.uuid4().hex
         try:
-            granted = await self.handle.acquire.remote(lease_id, name, max_concurrency, requests_per_minute)
+            granted = await self.handle.acquire.remote(lease_id, name, max_concurrency, requests_per_minute, tokens_per_minute, tokens)
         except BaseException:
             self.handle.release.remote(lease_id)  # a grant that arrives later is given straight back
             raise
@@ -132,7 +167,7 @@ class RayCallLimiter:
             raise asyncio.CancelledError
         renewing = asyncio.ensure_future(self._renew(lease_id))
         try:
-            yield
+            yield _RayGrant(self.handle, lease_id, name)
         finally:
             renewing.cancel()
             self.handle.release.remote(lease_id)

@@ -34,6 +34,9 @@ class WorkerSpec:
             ``reasoning_effort`` or ``thinking_budget`` for API models).
         requests_per_minute: Calls started per minute (``None``: no limit; across the cluster
             when episodes run on Ray).
+        tokens_per_minute: Tokens (prompt and completion, as the backend reports them) spent
+            per minute (``None``: no limit; across the cluster on Ray). A call reserves an
+            estimate (prompt characters / 4 plus its output limit) until its usage is known.
     """
 
     name: str
@@ -50,6 +53,7 @@ class WorkerSpec:
     description: str = ""
     options: Mapping[str, Any] = field(default_factory=dict)
     requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         """Returns the USD price of a call with these token counts."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.resources
+import math
 import os
 import random
 import sys
@@ -14,7 +15,7 @@ from typing import Any, Collection, Iterable, Mapping, Sequence
 from conductor_env.calls import CallContext, Completion, Message, RetryPolicy
 from conductor_env.subpools import draw_subpool
 from conductor_env.workers.base import Worker, WorkerSpec
-from conductor_env.workers.limits import CallLimiter, LocalLimiter
+from conductor_env.workers.limits import CallLimiter, LocalLimiter, estimate_tokens
 from conductor_env.workers.retry import with_retries, with_timeout
 
 if sys.version_info >= (3, 11):
@@ -126,9 +127,10 @@ class WorkerPool:
     ) -> tuple[Completion, int]:
         """Calls worker ``index`` the guarded way: every caller (env steps, LLM policies) uses this.
 
-        Each attempt waits for the worker's slot from :attr:`limiter` (``max_concurrency`` and
-        ``requests_per_minute``) and is bounded by its ``timeout_s``; failures are retried with
-        backoff.
+        Each attempt waits for the worker's slot from :attr:`limiter` (``max_concurrency``,
+        ``requests_per_minute`` and ``tokens_per_minute``, settled to the reported usage) and is
+        bounded by its ``timeout_s``; failures are retried with backoff, or after the server's
+        ``Retry-After`` when it gave one (at most ``retry.max_retry_after_s`` and ``timeout_s``).
 
         Args:
             index: The worker's canonical index in the pool.
@@ -147,13 +149,20 @@ class WorkerPool:
             WorkerError: When the call still fails after the retries (or cannot be retried).
         """
         worker, spec = self.worker(index), self.specs[index]
+        estimate = 0
+        if spec.tokens_per_minute:
+            output = int(max_tokens if max_tokens is not None else spec.max_tokens) + int(spec.options.get("thinking_budget") or 0)
+            estimate = estimate_tokens(messages, output)
 
         async def attempt() -> Completion:
-            async with self.limiter.slot(spec.name, spec.max_concurrency, spec.requests_per_minute):
+            async with self.limiter.slot(spec.name, spec.max_concurrency, spec.requests_per_minute, tokens_per_minute=spec.tokens_per_minute, tokens=estimate) as grant:
                 call = worker.complete(messages, max_tokens=max_tokens, temperature=temperature, seed=seed, context=context)
-                return await with_timeout(call, spec.timeout_s)
+                completion = await with_timeout(call, spec.timeout_s)
+                if completion.prompt_tokens + completion.completion_tokens > 0:  # no usage reported: the estimate stays
+                    grant.settle(completion.prompt_tokens + completion.completion_tokens)
+                return completion
 
-        return await with_retries(attempt, retry or RetryPolicy())
+        return await with_retries(attempt, retry or RetryPolicy(), max_wait_s=spec.timeout_s)
 
     async def aclose(self) -> None:
         """Closes every built backend."""
@@ -171,6 +180,16 @@ class WorkerPool:
         state = self.__dict__.copy()
         state["_workers"] = {}
         return state
+
+
+def _check_rate(name: str, value: Any) -> None:
+    """Raises ValueError unless ``value`` is ``None`` or a positive, finite number (TOML allows ``inf``)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a positive number, got {value!r} ({type(value).__name__})")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive, finite number, got {value!r}")
 
 
 def spec_from_mapping(entry: Mapping[str, Any], *, defaults: Mapping[str, Any] | None = None) -> WorkerSpec:
@@ -199,8 +218,8 @@ def spec_from_mapping(entry: Mapping[str, Any], *, defaults: Mapping[str, Any] |
         spec = WorkerSpec(**fields, options=options)
         for numeric in ("price_in_per_m", "price_out_per_m", "temperature", "timeout_s"):
             float(getattr(spec, numeric))
-        if spec.requests_per_minute is not None and not float(spec.requests_per_minute) > 0:
-            raise ValueError(f"requests_per_minute must be positive, got {spec.requests_per_minute!r}")
+        for rate in ("requests_per_minute", "tokens_per_minute"):
+            _check_rate(rate, getattr(spec, rate))
         int(spec.max_tokens), int(spec.max_concurrency)
     except (TypeError, ValueError) as error:
         raise PoolError(f"worker {fields['name']!r}: {error}") from error

@@ -62,3 +62,30 @@ async def test_the_client_holds_the_limit_and_gives_up_cleanly_when_cancelled(li
     await asyncio.gather(waiter, return_exceptions=True)
     await asyncio.sleep(0.3)
     assert ray.get(limiter.stats.remote())["in_flight"] == {}
+
+
+def test_a_token_budget_holds_slots_until_the_usage_is_settled(limiter):
+    assert ray.get(limiter.acquire.remote("a", "w", 4, None, 100, 60)) is True  # estimate 60 of 100
+    waiting = limiter.acquire.remote("b", "w", 4, None, 100, 60)
+    ready, _ = ray.wait([waiting], timeout=1.0)
+    assert not ready, "60 + 60 tokens exceed the budget of 100"
+    ray.get(limiter.release.remote("a"))  # a finished slot still counts its tokens for 60 s
+    ready, _ = ray.wait([waiting], timeout=1.0)
+    assert not ready
+    ray.get(limiter.settle.remote("a", "w", 30))  # the backend reported 30: 30 + 60 fit
+    assert ray.get(waiting, timeout=10) is True
+    assert ray.get(limiter.spent_tokens.remote("w")) == 90
+
+
+async def test_the_client_settles_its_grant_on_the_actor(limiter):
+    client = RayCallLimiter(limiter)
+    async with client.slot("t", 2, None, tokens_per_minute=1000, tokens=500) as grant:
+        grant.settle(42)
+    for _ in range(100):  # the settle is sent without waiting for it
+        if ray.get(limiter.spent_tokens.remote("t")) == 42:
+            break
+        await asyncio.sleep(0.05)
+    assert ray.get(limiter.spent_tokens.remote("t")) == 42
+    async with client.slot("u", 2, None) as grant:  # no token limit: settling is harmless
+        grant.settle(7)
+    assert ray.get(limiter.spent_tokens.remote("u")) == 0
