@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 TORCH ?= torch==2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: install system sandbox model lint test test-ray test-fast demo bench clean
+.PHONY: install system sandbox model lint test test-ray test-fast demo bench clean venv-inspect
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,17 @@ sandbox: install
 model: install
 	$(VENV)/bin/conductor-env models export gemma3-270m
 
+# Inspect (inspect-ai), the external harness tests/serving runs against `conductor-env serve`: its pins
+# clash with the package's, so it has a virtualenv of its own (the test skips without it).
+INSPECT_VENV := .venv-inspect
+$(INSPECT_VENV)/.installed:
+	@test -x $(INSPECT_VENV)/bin/python || $(PYTHON) -m venv $(INSPECT_VENV)
+	$(INSPECT_VENV)/bin/python -m pip install -q --upgrade pip
+	$(INSPECT_VENV)/bin/python -m pip install -q "inspect-ai==0.3.285" "openai==3.57.0"
+	@touch $@
+
+venv-inspect: $(INSPECT_VENV)/.installed
+
 # ruff (lint and format check) on everything; mypy on the core and the training wing.
 lint: install
 	$(VENV)/bin/ruff check .
@@ -39,7 +50,7 @@ lint: install
 	PYTHON=$(PY) bash scripts/typecheck.sh
 
 # Ray's tests run in network and PID namespaces holding only loopback (Ray binds nothing else).
-test: install lint system sandbox model
+test: install lint system sandbox model venv-inspect
 	$(PY) -m pytest -m "not ray" $(PYTEST_ARGS)
 	bash scripts/in_loopback_ns.sh $(PY) -m pytest -m ray tests/distributed $(PYTEST_ARGS)
 
@@ -57,4 +68,4 @@ bench: install sandbox
 	$(PY) benchmarks/bench_executor.py --json benchmarks/results/executor.json
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis .ruff_cache .mypy_cache
+	rm -rf $(VENV) $(INSPECT_VENV) build *.egg-info .pytest_cache .hypothesis .ruff_cache .mypy_cache

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Type-checks the core (conductor_env/*.py, conductor_env/envs), the training wing (agents/training),
-# the workers, the evaluation and the Ray layer with mypy; the configuration is [tool.mypy] in
+# the workers, the evaluation, the Ray layer and the server (serving) with mypy; the configuration is [tool.mypy] in
 # pyproject.toml. (agents/ outside training, tasks/, sandboxes/ and the CLI are read, not reported on.)
 #
 # pyproject.toml maps agents/, tasks/ and sandboxes/ into the conductor_env import root, which mypy
@@ -35,7 +35,7 @@ for file in "$ROOT"/conductor_env/*.py; do
     name=$(basename "$file" .py)
     if [[ "$name" == "__init__" ]]; then MODULES+=(-m conductor_env); else MODULES+=(-m "conductor_env.$name"); fi
 done
-for package in envs agents.training workers evaluation distributed; do
+for package in envs agents.training workers evaluation distributed serving; do
     MODULES+=(-p "conductor_env.$package")
 done
 

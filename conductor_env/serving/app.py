@@ -1,0 +1,162 @@
+"""The HTTP routes: an OpenAI-compatible chat-completions endpoint for a :class:`ServedSystem`.
+
+Routes: ``POST /v1/chat/completions`` (one episode per request), ``GET /v1/models`` and
+``GET /v1/models/{model}`` (the one served model), ``GET /health`` (the queue's counters).
+Every error, the framework's own included (unknown routes, wrong methods), is answered in
+OpenAI's error format; no request can end the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from typing import Any, AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from conductor_env.serving.admission import Admission
+from conductor_env.serving.episodes import ServedAnswer, ServedSystem
+from conductor_env.serving.errors import ServingError, error_body
+from conductor_env.serving.requests import parse_request, question_of
+
+logger = logging.getLogger(__name__)
+
+#: Largest request body read (1 MiB); larger ones get 413.
+MAX_REQUEST_BYTES = 1 << 20
+
+
+def build_app(
+    system: ServedSystem,
+    *,
+    max_concurrency: int = 64,
+    max_queue: int = 256,
+    max_request_bytes: int = MAX_REQUEST_BYTES,
+    timeout_s: float | None = None,
+) -> FastAPI:
+    """Builds the app serving ``system``.
+
+    Args:
+        system: The orchestrated system.
+        max_concurrency: Episodes that run at once.
+        max_queue: Requests that may wait for a slot; more get 429.
+        max_request_bytes: Largest request body; larger ones get 413.
+        timeout_s: Longest an episode may run before its request gets 504 (``None``: no limit).
+
+    Returns:
+        The FastAPI app (serve it with uvicorn); it closes the pool's clients on shutdown.
+
+    Raises:
+        ValueError: For a limit out of range.
+    """
+    admission = Admission(max_concurrency, max_queue)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await system.aclose()
+
+    app = FastAPI(title=f"conductor-env serve: {system.name}", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.admission = admission
+    _add_error_handlers(app)
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "model": system.name, **admission.counters()}
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [_model_card(system)]}
+
+    @app.get("/v1/models/{model:path}")
+    async def model(model: str) -> dict[str, Any]:
+        _check_model(system, model)
+        return _model_card(system)
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> JSONResponse:
+        chat = parse_request(await _read_body(request, max_request_bytes))
+        _check_model(system, chat.model)
+        question = question_of(chat)
+        system.check_question(question)
+        async with admission.slot():
+            answer = await _with_timeout(system.answer(question, seed=chat.seed, domain=chat.domain), timeout_s)
+        return JSONResponse(completion_body(system.name, answer))
+
+    return app
+
+
+def completion_body(model: str, answer: ServedAnswer) -> dict[str, Any]:
+    """Returns the chat-completion response for an answer.
+
+    ``usage`` has OpenAI's token fields plus ``cost_usd`` and the ``workers``/``conductor`` parts;
+    ``conductor`` (non-standard) says how the answer was reached.
+    """
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": answer.answer}, "finish_reason": "stop", "logprobs": None}],
+        "usage": answer.usage.to_openai(),
+        "conductor": answer.extension(),
+    }
+
+
+def _model_card(system: ServedSystem) -> dict[str, Any]:
+    return {"id": system.name, "object": "model", "created": 0, "owned_by": "conductor-env"}
+
+
+def _check_model(system: ServedSystem, model: str) -> None:
+    if model != system.name:
+        raise ServingError(404, f"the model {model!r} does not exist; this server serves {system.name!r}", code="model_not_found", param="model")
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """Reads the body, refusing (413) one over ``limit`` bytes before reading it where the length is declared."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise ServingError(413, f"the request body is {int(declared)} bytes, more than the server reads ({limit}; --max-request-bytes)", code="request_too_large")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ServingError(413, f"the request body is more than the server reads ({limit} bytes; --max-request-bytes)", code="request_too_large")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _with_timeout(episode: Any, timeout_s: float | None) -> ServedAnswer:
+    if timeout_s is None:
+        return await episode
+    try:
+        return await asyncio.wait_for(episode, timeout_s)
+    except asyncio.TimeoutError:
+        raise ServingError(504, f"the episode took longer than {timeout_s:g} s (--timeout-s) and was stopped", code="timeout") from None
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Answers every error in OpenAI's format."""
+
+    @app.exception_handler(ServingError)
+    async def serving_error(request: Request, error: ServingError) -> JSONResponse:
+        return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        message = f"{request.method} {request.url.path}: {error.detail}"
+        return JSONResponse(error_body(error.status_code, message), status_code=error.status_code, headers=getattr(error, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
+        return JSONResponse(error_body(400, f"invalid request: {error.errors()[:3]}"), status_code=400)
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, error: Exception) -> JSONResponse:
+        logger.exception("request %s %s failed", request.method, request.url.path)
+        return JSONResponse(error_body(500, f"internal error: {type(error).__name__}: {error}"[:500], code="internal_error"), status_code=500)

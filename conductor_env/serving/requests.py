@@ -1,0 +1,135 @@
+"""Reading one chat-completions request: the JSON body, its checks, and the question it asks.
+
+The served system answers one question per request: the text of the last ``user`` message.
+Earlier messages are accepted (clients send system prompts and few-shot turns) but the
+Conductor's episode starts from that question alone. Sampling parameters (``temperature``,
+``max_tokens``, ...) are accepted and ignored: the Conductor's and the workers' settings are
+fixed when the server starts. ``seed`` seeds the episode (the sub-pool and the workers' draws).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from conductor_env.serving.errors import ServingError
+
+
+class ContentPart(BaseModel):
+    """One part of a message's content list (only ``{"type": "text", "text": ...}`` is answered)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    type: str
+    text: str | None = None
+
+
+class ChatMessage(BaseModel):
+    """One chat message: a role and text content (a string or a list of parts)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[ContentPart] | None = None
+
+
+class ChatRequest(BaseModel):
+    """The fields of a chat-completions request the server reads; other fields are accepted and ignored.
+
+    ``domain`` is an extension (``extra_body={"domain": "math"}`` with the ``openai`` client): the
+    question's domain, which picks the Conductor prompt's worked examples and simulated workers'
+    skills; the server's ``--domain`` when absent.
+    """
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    model: str = Field(min_length=1)
+    messages: list[ChatMessage]
+    stream: bool | None = False
+    n: int | None = 1
+    seed: int | None = None
+    domain: str | None = Field(default=None, min_length=1, max_length=64)
+
+
+def parse_request(body: bytes) -> ChatRequest:
+    """Parses and checks a request body.
+
+    Args:
+        body: The raw body.
+
+    Returns:
+        The request.
+
+    Raises:
+        ServingError: 400 for a body that is not a JSON object of the expected shape, for
+            streaming, for ``n`` other than 1, or for no messages.
+    """
+    try:
+        request = ChatRequest.model_validate_json(body)
+    except ValidationError as error:
+        raise ServingError(400, _first_problem(error), code="invalid_request", param=_first_param(error)) from None
+    if request.stream:
+        raise ServingError(400, "streaming is not supported: each answer is a whole orchestrated episode; send stream=false", code="unsupported_value", param="stream")
+    if request.n not in (None, 1):
+        raise ServingError(400, f"n={request.n} is not supported: one request runs one episode; send n=1 and repeat the request", code="unsupported_value", param="n")
+    if not request.messages:
+        raise ServingError(400, "messages is empty: send at least one user message holding the question", code="invalid_request", param="messages")
+    return request
+
+
+def question_of(request: ChatRequest) -> str:
+    """Returns the question: the text of the last user message.
+
+    Args:
+        request: A parsed request.
+
+    Returns:
+        The question text (never empty).
+
+    Raises:
+        ServingError: 400 when there is no user message, its content is not text, it is blank, or
+            it is not valid UTF-8 text (lone surrogates).
+    """
+    users = [(index, message) for index, message in enumerate(request.messages) if message.role == "user"]
+    if not users:
+        raise ServingError(400, "no user message: the last user message is the question the orchestrated system answers", code="invalid_request", param="messages")
+    index, message = users[-1]
+    param = f"messages[{index}].content"
+    question = _text_of(message.content, param)
+    if not question.strip():
+        raise ServingError(400, f"{param} is empty: the last user message must hold the question", code="invalid_request", param=param)
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ServingError(400, f"{param} is not valid UTF-8 text (it holds a lone surrogate)", code="invalid_request", param=param) from None
+    return question
+
+
+def _text_of(content: str | list[ContentPart] | None, param: str) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    texts = []
+    for number, part in enumerate(content):
+        if part.type != "text" or part.text is None:
+            raise ServingError(400, f"{param}[{number}] is a {part.type!r} part: only text content is answered", code="unsupported_value", param=param)
+        texts.append(part.text)
+    return "\n".join(texts)
+
+
+def _location(error: Mapping[str, Any]) -> str:
+    return ".".join(str(part) for part in error.get("loc", ())) or "body"
+
+
+def _first_param(error: ValidationError) -> str | None:
+    errors = error.errors(include_url=False)
+    return _location(errors[0]) if errors and errors[0].get("loc") else None
+
+
+def _first_problem(error: ValidationError) -> str:
+    """One line naming the first problems of a body that did not validate."""
+    errors = error.errors(include_url=False)
+    if errors and errors[0].get("type") in ("json_invalid", "json_type"):
+        return f"the request body is not valid JSON: {errors[0].get('msg', '')}"
+    parts = [f"{_location(e)}: {e.get('msg', 'invalid')}" for e in errors[:3]]
+    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+    return "invalid request: " + "; ".join(parts) + more
