@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import abc
+import hashlib
+import random
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -88,3 +90,25 @@ def conductor_id(observation: Observation) -> int | None:
 def max_steps(observation: Observation) -> int:
     """Returns the most steps a workflow may have (the observation's ``max_steps``)."""
     return int(observation["max_steps"])
+
+
+def episode_seed(observation: Observation, *salt: object) -> int:
+    """Returns a 31-bit seed that is a function of the episode and the point in it, never of call order.
+
+    Stochastic policies seed their draws with it (see :func:`episode_rng`), so an episode gets the
+    same action whatever else runs beside it: at any ``--concurrency``, on Ray, in a rerun.
+
+    Args:
+        observation: The observation being answered: its ``episode`` key (the problem, episode
+            seed and worker draw), ``round``, ``depth`` and ``question`` (a self-call frame's
+            subtask) pick the point; an observation without a key is named by those alone.
+        salt: What else the draw depends on (the policy's own seed, a sample index).
+    """
+    parts = (observation.get("episode", ""), observation.get("round", 0), observation.get("depth", 0), observation.get("question", ""), *salt)
+    digest = hashlib.blake2b("\0".join(str(part) for part in parts).encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big") & 0x7FFFFFFF
+
+
+def episode_rng(observation: Observation, *salt: object) -> random.Random:
+    """Returns a generator seeded by :func:`episode_seed`."""
+    return random.Random(episode_seed(observation, *salt))

@@ -17,10 +17,9 @@ for (the question already carries the suite's answer-format instruction).
 
 from __future__ import annotations
 
-import random
 from typing import Sequence
 
-from conductor_env.agents.base import Observation, Policy, conductor_id, max_steps, num_shown_workers
+from conductor_env.agents.base import Observation, Policy, conductor_id, episode_rng, max_steps, num_shown_workers
 from conductor_env.workflow import Step, Workflow
 
 FINAL_FORMAT = "Give the final answer in the format the task asks for."
@@ -290,14 +289,15 @@ class SameBudget(_BaselinePolicy):
 
 
 class RandomWorkflow(_BaselinePolicy):
-    """``random``: a random valid workflow (seeded, reproducible across runs).
+    """``random``: a random valid workflow, a function of the episode and ``seed``.
 
     The number of steps is uniform in ``1..max_steps``; each step gets a random shown worker
     (the Conductor's own id excluded), a random subtask and random ``"all"``/``[]`` access; the
     last step's subtask always asks for the final answer in the task's format.
 
     Args:
-        seed: Seed of the policy's generator.
+        seed: Mixed with each episode's key (:func:`~conductor_env.agents.base.episode_rng`):
+            another seed gives other workflows for the same episodes.
         max_steps: Most steps (default: each observation's ``max_steps``).
         wrap_ids: Unused (no explicit ids).
     """
@@ -308,10 +308,9 @@ class RandomWorkflow(_BaselinePolicy):
             raise ValueError(f"random: max_steps must be >= 1, got {max_steps}")
         self.seed = seed
         self.max_steps = max_steps
-        self._rng = random.Random(seed)
 
     def workflow(self, observation: Observation) -> Workflow:
-        rng = self._rng
+        rng = episode_rng(observation, self.seed)
         ids = worker_ids(observation)
         limit = self.max_steps or max_steps(observation)
         count = rng.randint(1, limit)

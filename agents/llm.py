@@ -31,7 +31,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from conductor_env.agents.base import ActionUsage, Observation, Policy
+from conductor_env.agents.base import ActionUsage, Observation, Policy, episode_seed
 from conductor_env.agents.prompts import action_of, chat_messages, full_prompt, prompt_builder_of
 from conductor_env.agents.shipped import CONDUCTOR_CONFIG, shipped_conductor
 from conductor_env.calls import RetryPolicy
@@ -134,7 +134,6 @@ class LLMConductor(Policy):
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.retry = retry or RetryPolicy()
-        self._calls = 0  # seeds successive samples differently yet reproducibly
 
     @property
     def worker(self) -> Worker:
@@ -153,8 +152,7 @@ class LLMConductor(Policy):
             WorkerError: When a call still fails after retries (an outage is not a policy
                 decision, so it is not turned into an unparsable action).
         """
-        first, self._calls = self._calls, self._calls + len(observations)
-        return list(await asyncio.gather(*(self._one(o, first + i) for i, o in enumerate(observations))))
+        return list(await asyncio.gather(*(self._one(o, episode_seed(o)) for o in observations)))
 
     async def aact(self, observations: Sequence[Observation]) -> list[str]:
         """Returns the model's replies, in order (see :meth:`aact_with_usage`)."""

@@ -222,6 +222,7 @@ class ConductorEnv(gym.Env[dict, str]):
             depth=depth,
             round_index=len(episode.rounds) if depth == 0 else 0,
             history=episode.history() if depth == 0 else (),
+            episode=episode.key,
         )
 
     def _top(self, episode: EpisodeState) -> dict[str, Any]:

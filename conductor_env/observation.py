@@ -4,7 +4,10 @@ Besides the rendered ``prompt`` (the Conductor template's user message) and the 
 ``system`` message and reply ``prefill`` (``""`` when it has none), an observation carries as fields what a policy needs to write a
 valid workflow (``num_workers``, ``conductor_id``, ``max_steps``) and the shown workers' names
 (``worker_names``: entry ``i`` names shown id ``i``; ``""`` past the shown workers or when the env
-hides names), so no policy reads structure back out of prompt text. ``update`` is what a later
+hides names), so no policy reads structure back out of prompt text. ``episode`` names the episode
+(a key of its problem, episode seed and worker draw, the same in every round and frame): a
+stochastic policy seeds its draws with it, so its actions depend on the episode and not on the
+order in which observations reach it. ``update`` is what a later
 round adds to the Conductor's conversation (the previous round's answer and what to do with it;
 ``""`` in the first round and inside self-call frames): the chat view of
 :mod:`conductor_env.chat` sends it instead of the whole prompt again.
@@ -26,6 +29,8 @@ from conductor_env.templates import load_template
 #: Each earlier round's rendered workflow and answer are cut (in the middle) to this many UTF-8
 #: bytes in ``history``; the workers still see them whole.
 HISTORY_PART_BYTES = 8 * 1024
+#: Characters of an observation's ``episode`` key.
+EPISODE_KEY_CHARS = 16
 #: ``conductor_id`` when the Conductor is not offered as a worker.
 NO_CONDUCTOR = -1
 SELF_LINE = "yourself (the Conductor; its step gets its own workflow)"
@@ -66,6 +71,7 @@ class ObservationBuilder:
                 # Fixed length (one entry per pool worker, "" past the shown ones), so the space
                 # flattens and shared-memory vector envs can hold it.
                 "worker_names": spaces.Tuple([Utf8Text(self._name_limit())] * len(self.specs)),
+                "episode": Utf8Text(EPISODE_KEY_CHARS),
             }
         )
 
@@ -153,6 +159,7 @@ class ObservationBuilder:
         depth: int,
         round_index: int,
         history: Sequence[HistoryRound] = (),
+        episode: str = "",
     ) -> dict[str, Any]:
         """Returns one observation.
 
@@ -164,6 +171,7 @@ class ObservationBuilder:
             depth: 0 at the top, ``d`` inside a self-call frame of depth ``d``.
             round_index: The round about to be played (0 inside frames).
             history: Earlier rounds (shown at the top level only).
+            episode: The episode's key (:attr:`~conductor_env.rounds.EpisodeState.key`).
 
         Returns:
             The observation dict (a new one every call).
@@ -199,6 +207,7 @@ class ObservationBuilder:
             "conductor_id": NO_CONDUCTOR if conductor_id is None else conductor_id,
             "max_steps": options.max_steps,
             "worker_names": self.worker_names(shown),
+            "episode": episode,
         }
         for name, limit in self.text_limits.items():
             if utf8_size(observation[name]) > limit:

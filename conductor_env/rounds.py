@@ -7,6 +7,7 @@ its ``info``, reward and end flags; the env turns them into a Gymnasium step res
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,7 @@ from conductor_env.calls import CallContext, Completion, SimulationOracle, Worke
 from conductor_env.executor import Execution, execute_workflow
 from conductor_env.frames import FrameChannel, FrameParseError
 from conductor_env.info import FrameInfo, StepInfo, empty_info
-from conductor_env.observation import HistoryRound
+from conductor_env.observation import EPISODE_KEY_CHARS, HistoryRound
 from conductor_env.options import EnvOptions
 from conductor_env.prompts import VisibleStep, worker_chat
 from conductor_env.rewards import RewardScheme, round_credit
@@ -52,6 +53,12 @@ class EpisodeState:
     rounds: list[Round] = field(default_factory=list)
     frames: list[FrameInfo] = field(default_factory=list)
     done: bool = False
+
+    @property
+    def key(self) -> str:
+        """The episode's name in observations: a hash of its problem, seed and worker draw (16 hex digits)."""
+        text = f"{self.problem.id}\0{self.seed}\0{self.draw}"
+        return hashlib.blake2b(text.encode(), digest_size=EPISODE_KEY_CHARS // 2).hexdigest()
 
     def conductor_id(self, depth: int) -> int | None:
         """The Conductor's own worker id in a frame at ``depth`` (``None``: it cannot be called)."""

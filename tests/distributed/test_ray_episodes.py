@@ -18,6 +18,7 @@ from conductor_env.distributed import RayEnvHost
 from conductor_env.evaluation.runner import EvalConfig, evaluate
 from conductor_env.evaluation.setup import build_policies
 from conductor_env.workers.pool import load_pool
+from fixtures.results_rows import rows_without_clock
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.ray
@@ -61,6 +62,18 @@ def test_ray_evaluation_gives_the_in_process_rewards(cluster, tmp_path):
     assert keyed(remote.records) == keyed(local.records)
     assert len(busy) == 3, "every actor played episodes"
     assert all(r["reruns"] == 0 for r in remote.records)
+
+
+def test_a_stochastic_policy_writes_the_same_rows_on_ray_as_in_process(cluster, tmp_path):
+    config = EvalConfig.for_id("Conductor-RG-v0", pool="simulated", n=12, samples=2, concurrency=8, seed=4, env_options={"max_rounds": 2})
+    run(config, ["random"], tmp_path / "local")
+    host = RayEnvHost(workers=3)
+    try:
+        run(config, ["random"], tmp_path / "ray", host=host)
+    finally:
+        host.close()
+    local, remote = rows_without_clock(tmp_path / "local"), rows_without_clock(tmp_path / "ray")
+    assert len(local) == 24 and [{k: v for k, v in r.items() if k != "reruns"} for r in remote] == [{k: v for k, v in r.items() if k != "reruns"} for r in local]
 
 
 def _kill_when(out: Path, at_least: int, kill) -> threading.Thread:
