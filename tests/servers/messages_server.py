@@ -44,10 +44,11 @@ ERROR_TYPES = {
 THINKING_TOKENS = 4
 
 
-def error_response(status: int, message: str) -> JSONResponse:
-    """Returns the Messages API error envelope."""
+def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """Returns the Messages API error envelope (a 429 says ``retry-after: 0`` unless ``headers`` say otherwise)."""
     body = {"type": "error", "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": message}}
-    headers = {"retry-after": "0"} if status == 429 else None
+    if headers is None and status == 429:
+        headers = {"retry-after": "0"}
     return JSONResponse(body, status_code=status, headers=headers)
 
 
@@ -77,7 +78,7 @@ class MessagesServer:
 
     def __post_init__(self) -> None:
         self.port = free_port()
-        self._failures: list[int] = []
+        self._failures: list[tuple[int, dict[str, str] | None]] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
@@ -89,10 +90,10 @@ class MessagesServer:
         """The URL to give the SDK (``http://127.0.0.1:PORT``)."""
         return f"http://127.0.0.1:{self.port}"
 
-    def fail_next(self, count: int, status: int = 529) -> None:
-        """Makes the next ``count`` requests fail with ``status`` (queued after earlier ones)."""
+    def fail_next(self, count: int, status: int = 529, headers: dict[str, str] | None = None) -> None:
+        """Makes the next ``count`` requests fail with ``status`` and ``headers`` (queued after earlier ones)."""
         with self._lock:
-            self._failures.extend([status] * count)
+            self._failures.extend([(status, headers)] * count)
 
     def start(self) -> "MessagesServer":
         """Serves in a background thread; returns once the port accepts connections."""
@@ -130,7 +131,7 @@ class MessagesServer:
             self.responses.append(response.status_code)
         return response
 
-    async def _answer(self, request: Request, body: Any, injected: int | None) -> JSONResponse:
+    async def _answer(self, request: Request, body: Any, injected: tuple[int, dict[str, str] | None] | None) -> JSONResponse:
         bearer = request.headers.get("authorization", "")
         presented = request.headers.get("x-api-key") or (bearer[7:] if bearer.lower().startswith("bearer ") else None)
         if presented != self.api_key:  # the API takes the key in either header
@@ -138,7 +139,8 @@ class MessagesServer:
         if not request.headers.get("anthropic-version"):
             return error_response(400, "anthropic-version: header is required")
         if injected is not None:
-            return error_response(injected, "Overloaded" if injected == 529 else f"injected failure {injected}")
+            status, headers = injected
+            return error_response(status, "Overloaded" if status == 529 else f"injected failure {status}", headers)
         if not isinstance(body, dict):
             return error_response(400, "the body must be a JSON object")
         try:
