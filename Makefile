@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 TORCH ?= torch==2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: install system sandbox model lint test test-ray test-fast demo bench clean venv-inspect
+.PHONY: install system sandbox model lint test test-ray test-fast demo bench clean venv-inspect venv-gem venv-verifiers
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,25 @@ $(INSPECT_VENV)/.installed:
 
 venv-inspect: $(INSPECT_VENV)/.installed
 
+# GEM (gem-llm pins reasoning-gym 0.1.23) and verifiers (openai<3): each in a virtualenv of its own
+# with the package, where tests/integrations/test_{gem,verifiers}_venv.py run them (they skip without).
+# verifiers' chat harness runs its program with uv, so uv goes in too.
+FRAMEWORK_TEST_DEPS := "pytest>=8.2" "pytest-asyncio>=0.24" "pytest-timeout>=2.3.1"
+.venv-gem/.installed: pyproject.toml
+	@test -x .venv-gem/bin/python || $(PYTHON) -m venv .venv-gem
+	.venv-gem/bin/python -m pip install -q --upgrade pip
+	.venv-gem/bin/python -m pip install -q -e ".[gem]" $(FRAMEWORK_TEST_DEPS)
+	@touch $@
+
+.venv-verifiers/.installed: pyproject.toml environments/conductor_env_vf/pyproject.toml
+	@test -x .venv-verifiers/bin/python || $(PYTHON) -m venv .venv-verifiers
+	.venv-verifiers/bin/python -m pip install -q --upgrade pip
+	.venv-verifiers/bin/python -m pip install -q -e ".[verifiers]" -e environments/conductor_env_vf uv $(FRAMEWORK_TEST_DEPS)
+	@touch $@
+
+venv-gem: .venv-gem/.installed
+venv-verifiers: .venv-verifiers/.installed
+
 # ruff (lint and format check) on everything; mypy on the core and the training wing.
 lint: install
 	$(VENV)/bin/ruff check .
@@ -50,7 +69,7 @@ lint: install
 	PYTHON=$(PY) bash scripts/typecheck.sh
 
 # Ray's tests run in network and PID namespaces holding only loopback (Ray binds nothing else).
-test: install lint system sandbox model venv-inspect
+test: install lint system sandbox model venv-inspect venv-gem venv-verifiers
 	$(PY) -m pytest -m "not ray" $(PYTEST_ARGS)
 	bash scripts/in_loopback_ns.sh $(PY) -m pytest -m ray tests/distributed $(PYTEST_ARGS)
 
