@@ -64,11 +64,12 @@ class Rambling(Policy):
 
 
 @contextlib.contextmanager
-def serve_in_thread(system: ServedSystem) -> Iterator[str]:
+def serve_in_thread(system: ServedSystem, **limits) -> Iterator[str]:
     """Serves ``system`` with uvicorn on a free loopback port; yields the base URL."""
     sock = socket.socket()
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as conductor-env serve's socket (small responses need no delayed ACK)
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(build_app(system), log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(build_app(system, **limits), log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     started = threading.Event()
@@ -84,9 +85,9 @@ def serve_in_thread(system: ServedSystem) -> Iterator[str]:
 
 @pytest.fixture
 def served(tmp_path):
-    def start(policy: Policy, pool_file=None, **options):
+    def start(policy: Policy, pool_file=None, limits=None, **options):
         pool = load_pool(str(pool_file or write_pool(tmp_path, price_per_call=PRICE_PER_CALL)))
-        return serve_in_thread(ServedSystem(policy, pool, options=EnvOptions.from_mapping(options)))
+        return serve_in_thread(ServedSystem(policy, pool, options=EnvOptions.from_mapping(options)), **(limits or {}))
 
     return start
 
@@ -138,3 +139,14 @@ def test_a_workflow_that_does_not_parse_is_an_empty_answer_with_the_parse_error(
     assert response.model_extra["conductor"]["parse_error"]
     assert response.model_extra["conductor"]["workflow"] is None
     assert response.usage.total_tokens == 0  # no worker ran and the policy called no model
+
+
+def test_an_episode_past_the_timeout_is_504_and_frees_its_slot(served, tmp_path):
+    slow = write_pool(tmp_path, latency_s=30.0, workers=1)
+    with served(SingleWorker(0), slow, limits={"timeout_s": 0.5, "max_concurrency": 1, "max_queue": 0}) as base_url:
+        with pytest.raises(openai.APIStatusError) as caught:
+            ask(base_url)
+        assert caught.value.status_code == 504 and caught.value.code == "timeout"
+        with pytest.raises(openai.APIStatusError) as again:  # the slot was given back: 504 again, not 429
+            ask(base_url)
+        assert again.value.status_code == 504
