@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from conductor_env.sandboxes.image import DEFAULT_IMAGE, HOST_CA_BUNDLE, build_image
+from conductor_env.sandboxes.image import DEFAULT_IMAGE, HOST_CA_BUNDLE, build_image, docker_client, image_exists
 
 __all__ = ["DEFAULT_TAG", "build_openenv_image", "stage_context"]
 
@@ -86,12 +86,13 @@ def _pinned(name: str) -> str:
         return name
 
 
-def build_openenv_image(tag: str = DEFAULT_TAG, *, base: str = DEFAULT_IMAGE, log: Callable[[str], None] = print) -> str:
+def build_openenv_image(tag: str = DEFAULT_TAG, *, base: str = DEFAULT_IMAGE, force: bool = False, log: Callable[[str], None] = print) -> str:
     """Builds the OpenEnv server image (and its base, the sandbox image, when missing).
 
     Args:
         tag: The image tag.
         base: The base image (the sandbox image by default).
+        force: Rebuild even when the daemon has ``tag``.
         log: Receives progress lines.
 
     Returns:
@@ -101,6 +102,9 @@ def build_openenv_image(tag: str = DEFAULT_TAG, *, base: str = DEFAULT_IMAGE, lo
         SandboxUnavailable: When no Docker daemon answers or the base cannot be built.
         subprocess.CalledProcessError: When staging or ``docker build`` fails.
     """
+    if not force and image_exists(docker_client(), tag):
+        log(f"image {tag} is already built")
+        return tag
     build_image(base, log=log)
     with tempfile.TemporaryDirectory(prefix="conductor-openenv-image-") as folder:
         stage_context(Path(folder), log=log)
@@ -114,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Builds the Conductor env's OpenEnv server image offline.")
     parser.add_argument("--tag", default=DEFAULT_TAG)
     parser.add_argument("--base", default=DEFAULT_IMAGE, help="the base image (default: the sandbox image)")
+    parser.add_argument("--force", action="store_true", help="rebuild even when the image exists")
     parser.add_argument("--stage-only", metavar="DIR", help="only write the build context (an OpenEnv package) into DIR")
     args = parser.parse_args(argv)
     if args.stage_only:
@@ -122,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         stage_context(folder)
         print(folder)
         return 0
-    print(build_openenv_image(args.tag, base=args.base))
+    print(build_openenv_image(args.tag, base=args.base, force=args.force))
     return 0
 
 

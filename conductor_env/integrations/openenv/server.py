@@ -117,7 +117,8 @@ def setup_from_environ(environ: MutableMapping[str, str] | None = None) -> EnvSe
 
     ``CONDUCTOR_OPENENV_ENV`` (a gym id, default ``Conductor-RG-v0``), ``CONDUCTOR_OPENENV_POOL``
     (a preset or a TOML path, default ``simulated``), ``CONDUCTOR_OPENENV_SPLIT`` and
-    ``CONDUCTOR_OPENENV_OPTIONS`` (a JSON object of env options, e.g. ``{"max_rounds": 2}``).
+    ``CONDUCTOR_OPENENV_OPTIONS`` (a JSON object of env options, e.g. ``{"max_rounds": 2}``) and
+    ``CONDUCTOR_OPENENV_SANDBOX`` (where code suites run programs: ``docker``, ``local``, ``auto``).
 
     Raises:
         ValueError: When the options are not a JSON object.
@@ -127,7 +128,8 @@ def setup_from_environ(environ: MutableMapping[str, str] | None = None) -> EnvSe
     if not isinstance(options, dict):
         raise ValueError('CONDUCTOR_OPENENV_OPTIONS must be a JSON object of env options, e.g. {"max_rounds": 2}')
     split = environ.get("CONDUCTOR_OPENENV_SPLIT") or None
-    return EnvSetup.from_id(environ.get("CONDUCTOR_OPENENV_ENV") or "Conductor-RG-v0", pool=environ.get("CONDUCTOR_OPENENV_POOL") or "simulated", split=split, **options)
+    sandbox = environ.get("CONDUCTOR_OPENENV_SANDBOX") or None
+    return EnvSetup.from_id(environ.get("CONDUCTOR_OPENENV_ENV") or "Conductor-RG-v0", pool=environ.get("CONDUCTOR_OPENENV_POOL") or "simulated", split=split, sandbox=sandbox, **options)
 
 
 @functools.lru_cache(maxsize=1)
@@ -150,13 +152,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--env", default=os.environ.get("CONDUCTOR_OPENENV_ENV") or "Conductor-RG-v0", help="a Conductor gym id")
     parser.add_argument("--pool", default=os.environ.get("CONDUCTOR_OPENENV_POOL") or "simulated", help="a pool preset or TOML path")
     parser.add_argument("--split", default=os.environ.get("CONDUCTOR_OPENENV_SPLIT") or None)
+    parser.add_argument("--sandbox", default=os.environ.get("CONDUCTOR_OPENENV_SANDBOX") or None, help="where code suites run programs (docker, local, auto)")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="an env option (repeatable), e.g. max_rounds=2")
     parser.add_argument("--max-sessions", type=int, default=int(os.environ.get("CONDUCTOR_OPENENV_MAX_SESSIONS") or DEFAULT_MAX_SESSIONS))
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
     options = json.loads(os.environ.get("CONDUCTOR_OPENENV_OPTIONS") or "{}") | parse_key_values(args.option, "--option")
-    setup = EnvSetup.from_id(args.env, pool=args.pool, split=args.split, **options)
+    setup = EnvSetup.from_id(args.env, pool=args.pool, split=args.split, sandbox=args.sandbox, **options)
     uvicorn.run(create_conductor_app(setup, max_sessions=args.max_sessions), host=args.host, port=args.port, log_level="warning", ws_max_size=MAX_BODY_BYTES)
 
 
