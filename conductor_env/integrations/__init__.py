@@ -6,4 +6,5 @@
 - :mod:`conductor_env.integrations.gem`: GEM envs with text observations (``conductor:<Name>-v0``).
 - :mod:`conductor_env.integrations.verifiers`: the verifiers v1 taskset and env (``environments/conductor_env_vf``).
 - :mod:`conductor_env.integrations.verl`: verl's parquet rows and ``compute_score`` reward functions.
+- :mod:`conductor_env.integrations.openenv`: an OpenEnv server (WebSocket sessions, one-shot HTTP steps), its typed client, ``openenv.yaml`` and the offline image.
 """
