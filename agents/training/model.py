@@ -70,27 +70,43 @@ def lora_config(model_path: str, *, r: int, alpha: int, top_layers: int | None =
     )
 
 
+#: TRL releases whose private ``trl.trainer.utils._use_triton(device)`` switch was read and
+#: checked (same log-probabilities, see tests/agents/training/test_agents_grpo.py); on any other
+#: release :func:`score_only_completions_on_cpu` changes nothing.
+VERIFIED_TRL = ("1.16.",)
+
+
 def score_only_completions_on_cpu() -> bool:
-    """Makes TRL's fused LM head score only the completion positions on a CPU too.
+    """Makes TRL's fused LM head score only the completion positions on a CPU too, on verified TRL releases.
 
     TRL's GRPO loss projects hidden states through the LM head in tiles. On CUDA/XPU it projects
     only the positions that carry a label (the completion); elsewhere it projects *every*
     position, to keep tile shapes fixed for graph compilers (Neuron). On a CPU that multiplies
     the LM-head work by (prompt + completion) / completion, which for a 300-token prompt, a
     40-token workflow and Gemma's 262k-token vocabulary makes the LM head most of the training
-    time. The compact path is plain PyTorch there and gives the same log-probabilities (see
-    tests/agents/training/test_agents_grpo.py), so it is enabled for CPU devices. Returns False (and changes
-    nothing) when this TRL version has no such switch.
+    time. The compact path is plain PyTorch there and gives the same log-probabilities, so it is
+    enabled for CPU devices by wrapping TRL's private ``_use_triton``. That is a private function:
+    the wrap is applied only for the releases in :data:`VERIFIED_TRL` and only when the function
+    still takes one ``device`` argument; it is called when a trainer is built, not at import.
+
+    Returns:
+        True when the compact path is on; False (and nothing changed) on another TRL release, or
+        when TRL is missing or its switch changed.
     """
+    import inspect
+
     try:
+        import trl
         from trl.trainer import utils as trl_utils
     except ImportError:  # pragma: no cover - TRL is an optional dependency
         return False
     original = getattr(trl_utils, "_use_triton", None)
-    if original is None:
+    if original is None or not str(getattr(trl, "__version__", "")).startswith(VERIFIED_TRL):
         return False
     if getattr(original, "compact_on_cpu", False):
         return True
+    if list(inspect.signature(original).parameters) != ["device"]:
+        return False
 
     def compact(device: Any) -> bool:
         return device.type == "cpu" or original(device)

@@ -105,6 +105,7 @@ class GRPOSettings:
     reward_draws: int = field(default=1, metadata=_help("episodes per completion with independent worker samples, rewarded with their mean (cheap only on simulated pools)"))
     use_vllm: bool | None = field(default=None, metadata=_help("generate with vLLM, colocated (none: when CUDA and vLLM are present)", flag="--vllm"))
     logging_steps: int = field(default=1, metadata=_help("log every N steps"))
+    report_to: str = field(default="none", metadata=_help("where TRL reports the run's metrics: none, wandb, tensorboard, trackio, all, ... (transformers' report_to; comma-separated for several)"))
     save_steps: int = field(default=0, metadata=_help("checkpoint every N steps (0: the final model only)"))
     trainer_options: dict[str, Any] = field(default_factory=dict, metadata=_help("extra trl.GRPOConfig field (repeatable KEY=VALUE; JSON values)", flag="--trainer-option"))
 

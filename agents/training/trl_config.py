@@ -71,7 +71,7 @@ def grpo_config(recipe: GRPORecipe) -> Any:
         logging_steps=grpo.logging_steps,
         save_strategy="steps" if grpo.save_steps else "no",
         seed=recipe.seed,
-        report_to="none",
+        report_to=[name.strip() for name in grpo.report_to.split(",")] if "," in grpo.report_to else grpo.report_to,
     )
     if grpo.save_steps:
         options["save_steps"] = grpo.save_steps
