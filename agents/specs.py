@@ -25,7 +25,9 @@ SPEC_GRAMMAR = """policy specs:
                                  budget_from=<results.jsonl or eval folder>, budget_policy=<name>)
   llm:<name>                     an LLM as the Conductor: a pool worker name, a model folder, a
                                  shipped trained Conductor (llm:orchestra-gemma3-270m) or a known
-                                 local model (e.g. llm:gemma3-270m)"""
+                                 local model (e.g. llm:gemma3-270m)
+  router:<kind>:<folder>         a trained router (knn, mlp) saved by `conductor-env train router`
+                                 (option price_weight= overrides its λ; docs/ROUTERS.md)"""
 
 #: Options each family accepts; options meant for other families are ignored, so one options
 #: dict can be passed to every spec of an evaluation.
@@ -38,6 +40,7 @@ _FAMILY_OPTIONS: dict[str, set[str]] = {
     "moa": {"wrap_ids", "aggregator"},
     "same-budget": {"wrap_ids", "budget_from", "budget_policy"},
     "llm": {"pool", "max_tokens", "temperature", "max_concurrency", "retry", "local_options"},
+    "router": {"pool", "price_weight"},
 }
 KNOWN_OPTIONS: frozenset[str] = frozenset().union(*_FAMILY_OPTIONS.values())
 
@@ -63,7 +66,8 @@ def make_policy(spec: str, **options: Any) -> Policy:
             ``budget_from``/``budget_policy`` (``same-budget:<id>:auto``: the results file or eval
             folder, and the policy in it, whose mean worker calls per episode set ``k``);
             ``pool``, ``max_tokens``, ``temperature``, ``max_concurrency``, ``retry``,
-            ``local_options`` (llm). Options of other families are ignored.
+            ``local_options`` (llm); ``price_weight`` and ``pool`` (router). Options of other
+            families are ignored.
 
     Returns:
         The policy; its ``name`` is the normalised spec.
@@ -86,6 +90,13 @@ def make_policy(spec: str, **options: Any) -> Policy:
         from conductor_env.agents.llm import LLMConductor
 
         return LLMConductor(text[len("llm:") :], **_pick("llm", options))
+    if text.startswith("router:"):
+        kind, _, folder = text[len("router:") :].partition(":")
+        if not kind or not folder:
+            raise _bad(spec, "a router spec is router:<kind>:<checkpoint folder>")
+        from conductor_env.agents.routers import load_router
+
+        return load_router(kind, folder, **_pick("router", options))
     if text == "random":
         return baselines.RandomWorkflow(**_pick("random", options))
     if m := re.fullmatch(rf"single:{_ID}", text):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from conductor_env.cli.common import UsageError, ray_backend
+from conductor_env.cli.routers import register_train_router
 
 _DESCRIPTION = (
     "Train a Conductor LLM with TRL's GRPOTrainer against a Conductor env. A recipe sets every default: gpu "
@@ -57,7 +58,7 @@ def _shown(value: Any) -> str:
 
 
 def register(subparsers: Any) -> None:
-    """Adds ``train`` (with its ``grpo`` and ``export-adapter`` subcommands) to the ``conductor-env`` parser."""
+    """Adds ``train`` (with its ``grpo``, ``export-adapter`` and ``router`` subcommands) to the ``conductor-env`` parser."""
     from conductor_env.agents.training.flags import add_recipe_flags
     from conductor_env.agents.training.recipes import recipe_names
 
@@ -84,6 +85,7 @@ def register(subparsers: Any) -> None:
     grpo.add_argument("--ray-workers", type=int, default=2, metavar="N", help="episode actors with --ray (default 2)")
     grpo.set_defaults(handler=run_grpo_command)
     _register_export_adapter(kinds)
+    register_train_router(kinds)
 
 
 def _register_export_adapter(kinds: Any) -> None:

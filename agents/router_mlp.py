@@ -1,0 +1,35 @@
+"""``router:mlp:<folder>``: a two-layer perceptron over the question embedding predicts each
+worker's target; the cost of a worker is its mean cost on the training questions.
+
+Arrays: ``w1`` ``(D, H)``, ``b1`` ``(H,)``, ``w2`` ``(H, W)``, ``b2`` ``(W,)`` (ReLU between the
+layers) and ``mean_cost`` ``(W,)``. The forward pass runs in numpy; training needs torch
+(:mod:`conductor_env.agents.training.routers.mlp`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from conductor_env.agents.router_checkpoint import RouterCheckpoint, require_arrays
+from conductor_env.agents.routers import ScoreRouter
+
+
+class MLPRouter(ScoreRouter):
+    """The MLP router (see the module docstring; options as :class:`~conductor_env.agents.routers.Router`)."""
+
+    kind = "mlp"
+
+    def __init__(self, checkpoint: RouterCheckpoint, **options: Any) -> None:
+        super().__init__(checkpoint, **options)
+        require_arrays(checkpoint, {"w1": ("D", "H"), "b1": ("H",), "w2": ("H", "W"), "b2": ("W",), "mean_cost": ("W",)})
+        self._layers = tuple(checkpoint.arrays[name] for name in ("w1", "b1", "w2", "b2"))
+        self._mean_cost = checkpoint.arrays["mean_cost"]
+
+    def predict(self, embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """See :meth:`ScoreRouter.predict`."""
+        w1, b1, w2, b2 = self._layers
+        hidden = np.maximum(embeddings @ w1 + b1, 0.0)
+        target = hidden @ w2 + b2
+        return target, np.broadcast_to(self._mean_cost, target.shape)

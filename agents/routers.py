@@ -1,0 +1,256 @@
+"""Learned routers as Conductor policies (``router:<kind>:<checkpoint folder>``): the base and the kinds' registry.
+
+A :class:`Router` is a :class:`~conductor_env.agents.base.Policy` built from a
+:class:`~conductor_env.agents.router_checkpoint.RouterCheckpoint` (a small folder). It reads the
+question, embeds it with the offline sentence encoder
+(:mod:`~conductor_env.agents.router_encoder`) and writes a workflow: subclasses implement
+:meth:`Router.route`, which returns one :class:`~conductor_env.workflow.Workflow` (or workflow
+text) per observation, so a router may write any workflow (MASRouter's chains and
+parallel-then-aggregate); :meth:`Router.candidates` maps the checkpoint's workers onto the ids an
+observation shows. :class:`ScoreRouter` is the common case: predict each worker's ``target`` and
+cost for the question and send it to the worker with the best ``target - λ * cost`` (ties go to
+the worker listed first in the checkpoint), one step that solves the task and gives the final
+answer. The kinds: :mod:`~conductor_env.agents.router_knn`, :mod:`~conductor_env.agents.router_mlp`;
+training lives in :mod:`conductor_env.agents.training.routers` (``conductor-env train router``);
+docs/ROUTERS.md describes each kind. A new kind is a :class:`Router` subclass with a ``kind`` and a
+line in :data:`ROUTER_KINDS` (``"module:Class"``, imported only when a spec names the kind).
+
+Workers are matched by name: through the observation's ``worker_names`` when the env shows
+names, else through the pool (the ``pool`` option: the whole pool in its order), else by position
+when the episode shows exactly as many workers as the router knows. A checkpoint trained on
+other workers than the pool's is refused when the router is built.
+
+Routers are deterministic: a question is embedded alone (never padded beside other questions),
+so an episode gets the same workflow at any ``--concurrency``, on Ray and in a rerun.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import importlib
+import math
+import os
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from conductor_env.agents.base import Observation, Policy
+from conductor_env.agents.baselines import single_workflow, worker_ids
+from conductor_env.agents.router_checkpoint import CheckpointError, RouterCheckpoint
+from conductor_env.agents.router_encoder import SentenceEncoder, shared_encoder
+from conductor_env.workflow import Workflow
+
+#: How the action of an observation a router cannot answer begins (the reason follows).
+UNROUTABLE = "cannot route this episode:"
+
+
+class RouterError(ValueError):
+    """A router cannot answer an observation (its workers are not the episode's)."""
+
+
+def pool_names(pool: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Returns a pool's worker names and shown names (model, else name), in pool order.
+
+    Args:
+        pool: A :class:`~conductor_env.workers.pool.WorkerPool`, a preset name or a ``.toml`` path.
+    """
+    if not hasattr(pool, "specs"):
+        from conductor_env.workers.pool import load_pool
+
+        pool = load_pool(pool)
+    return tuple(s.name for s in pool.specs), tuple(s.model or s.name for s in pool.specs)
+
+
+class Router(Policy):
+    """A policy that routes each question with a trained model.
+
+    Args:
+        checkpoint: The trained router.
+        name: The policy's name in results (default ``router:<kind>:<folder or "memory">``).
+        price_weight: λ, overriding the checkpoint's (reward given up per USD).
+        pool: The pool the router will serve (refused unless it has exactly the checkpoint's
+            workers); ``None``: checked per observation only.
+        encoder: The sentence encoder (default: the checkpoint's, shared across the process).
+
+    Raises:
+        CheckpointError: When the checkpoint's kind is not this router's, or its workers are
+            not the pool's.
+        ValueError: For a negative or non-finite ``price_weight``.
+    """
+
+    #: The checkpoint kind this class reads (``router:<kind>:...``).
+    kind: ClassVar[str] = ""
+
+    def __init__(self, checkpoint: RouterCheckpoint, *, name: str | None = None, price_weight: float | None = None, pool: Any = None, encoder: SentenceEncoder | None = None) -> None:
+        if checkpoint.kind != self.kind:
+            raise CheckpointError(f"the checkpoint is a {checkpoint.kind!r} router, not {self.kind!r} (use router:{checkpoint.kind}:FOLDER)")
+        weight = checkpoint.price_weight if price_weight is None else price_weight
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
+            raise ValueError(f"price_weight must be a finite number >= 0, got {price_weight!r}")
+        self.checkpoint = checkpoint
+        self.price_weight = float(weight)
+        self.name = name or f"router:{self.kind}:memory"
+        self._encoder = encoder
+        self._pool_names: tuple[str, ...] | None = None
+        if pool is not None:
+            self._pool_names = self._check_pool(*pool_names(pool))
+
+    def _check_pool(self, names: tuple[str, ...], shown: tuple[str, ...]) -> tuple[str, ...]:
+        trained = set(self.checkpoint.workers)
+        if set(names) != trained:
+            missing, extra = sorted(trained - set(names)), sorted(set(names) - trained)
+            raise CheckpointError(
+                f"{self.name}: trained on workers {list(self.checkpoint.workers)} but the pool has {list(names)}"
+                + (f"; missing {missing}" if missing else "")
+                + (f"; unknown to the router {extra}" if extra else "")
+                + " (train a router on this pool: conductor-env routers data, then train router)"
+            )
+        return names
+
+    @property
+    def encoder(self) -> SentenceEncoder:
+        """The question encoder (loaded on first use)."""
+        if self._encoder is None:
+            self._encoder = shared_encoder(self.checkpoint.encoder, self.checkpoint.max_length)
+        return self._encoder
+
+    def embed(self, observations: Sequence[Observation]) -> np.ndarray:
+        """Embeds each observation's question alone (see the module's note on determinism).
+
+        Raises:
+            CheckpointError: When the encoder's embedding size is not the checkpoint's.
+        """
+        vectors = self.encoder.encode([str(o.get("question", "")) for o in observations], batch_size=1)
+        if vectors.shape[1] != self.checkpoint.encoder_dim:
+            raise CheckpointError(f"{self.name}: the encoder {self.checkpoint.encoder!r} gives {vectors.shape[1]}-d embeddings; the router was trained on {self.checkpoint.encoder_dim}-d ones")
+        return vectors
+
+    def candidates(self, observation: Observation) -> list[tuple[int, int]]:
+        """Returns ``(worker index in the checkpoint, shown id)`` for every shown worker the router knows.
+
+        Raises:
+            RouterError: When no shown worker is known, or names are hidden and the episode shows
+                another number of workers than the router knows.
+        """
+        shown = worker_ids(observation)
+        names = [str(n) for n in (observation.get("worker_names") or ())]
+        known = self.checkpoint.workers
+        if any(names[i] for i in shown if i < len(names)):
+            lookup = {n: k for k, n in enumerate(known)} | {n: k for k, n in enumerate(self.checkpoint.shown_names)}
+            pairs = [(lookup[names[i]], i) for i in shown if i < len(names) and names[i] in lookup]
+            if not pairs:
+                raise RouterError(f"{self.name}: knows none of the shown workers {[names[i] for i in shown if i < len(names)]}; it was trained on {list(known)}")
+            return pairs
+        if len(shown) != len(known):
+            raise RouterError(
+                f"{self.name}: the episode shows {len(shown)} workers without names; the router was trained on {len(known)} (show the whole pool, or names with --env-option show_names=true)"
+            )
+        order = self._pool_names or known
+        index = {n: k for k, n in enumerate(known)}
+        return [(index[order[i]], i) for i in shown]
+
+    @abc.abstractmethod
+    def route(self, observations: Sequence[Observation]) -> list[Workflow | str]:
+        """Returns one workflow (or workflow text) per observation.
+
+        Raises:
+            RouterError: When an observation's workers are not the router's.
+        """
+
+    async def aact(self, observations: Sequence[Observation]) -> list[str]:
+        """Writes each observation's workflow (the model runs in a thread, off the event loop).
+
+        An observation the router cannot answer (its workers are not the router's) gets a text
+        that is no workflow, saying why: its episode scores 0 with a parse error and that text
+        as its action, and the other episodes of the batch are routed as usual.
+        """
+        return await asyncio.to_thread(self._actions, list(observations))
+
+    def _actions(self, observations: list[Observation]) -> list[str]:
+        actions = [""] * len(observations)
+        routable = []
+        for index, observation in enumerate(observations):
+            try:
+                self.candidates(observation)
+                routable.append(index)
+            except RouterError as error:
+                actions[index] = f"{UNROUTABLE} {error}"
+        routed = self.route([observations[i] for i in routable]) if routable else []
+        for index, workflow in zip(routable, routed):
+            actions[index] = workflow if isinstance(workflow, str) else workflow.render()
+        return actions
+
+
+class ScoreRouter(Router):
+    """A router that predicts each worker's target and cost, then sends the question to the best one alone."""
+
+    @abc.abstractmethod
+    def predict(self, embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Predicts per question and worker.
+
+        Args:
+            embeddings: ``(N, D)`` unit question embeddings.
+
+        Returns:
+            The predicted target and the predicted USD cost, each ``(N, W)`` in the checkpoint's
+            worker order.
+        """
+
+    def utilities(self, observations: Sequence[Observation]) -> np.ndarray:
+        """Returns ``target - λ * cost`` per observation and checkpoint worker, ``(N, W)``."""
+        target, cost = self.predict(self.embed(observations))
+        return target - self.price_weight * cost
+
+    def choose(self, observations: Sequence[Observation]) -> list[int]:
+        """Returns the shown id each observation is routed to (ties: the first worker of the checkpoint)."""
+        if not observations:
+            return []
+        utility = self.utilities(observations)
+        picks = []
+        for row, observation in zip(utility, observations):
+            pairs = self.candidates(observation)
+            best = max(pairs, key=lambda pair: (row[pair[0]], -pair[0]))
+            picks.append(best[1])
+        return picks
+
+    def route(self, observations: Sequence[Observation]) -> list[Workflow | str]:
+        """One step per observation: the chosen worker solves the task and gives the final answer."""
+        return [single_workflow(worker) for worker in self.choose(observations)]
+
+
+#: Router kind -> the class that plays it.
+ROUTER_KINDS: dict[str, str] = {
+    "knn": "conductor_env.agents.router_knn:KNNRouter",
+    "mlp": "conductor_env.agents.router_mlp:MLPRouter",
+}
+
+
+def router_class(kind: str) -> type[Router]:
+    """Returns the router class of a kind.
+
+    Raises:
+        CheckpointError: For an unknown kind, listing the known ones.
+    """
+    if kind not in ROUTER_KINDS:
+        raise CheckpointError(f"unknown router kind {kind!r}; known kinds: {', '.join(sorted(ROUTER_KINDS))}")
+    module, _, name = ROUTER_KINDS[kind].partition(":")
+    found: type[Router] = getattr(importlib.import_module(module), name)
+    return found
+
+
+def load_router(kind: str, folder: str | os.PathLike[str], **options: Any) -> Router:
+    """Loads a trained router as a policy named ``router:<kind>:<folder>``.
+
+    Args:
+        kind: The router kind the spec names (must be the checkpoint's).
+        folder: The checkpoint folder.
+        **options: ``price_weight`` (λ, overriding the checkpoint's) and ``pool`` (checked
+            against the checkpoint's workers).
+
+    Raises:
+        CheckpointError: For an unknown kind, an unreadable folder, a kind mismatch or other workers.
+    """
+    cls = router_class(kind)
+    checkpoint = RouterCheckpoint.load(folder)
+    return cls(checkpoint, name=f"router:{kind}:{os.fspath(folder)}", **options)
