@@ -14,13 +14,14 @@ not depend on what else was embedded with it. A cache keyed by text (and model) 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -77,18 +78,24 @@ class SentenceEncoder:
         batch_size: Texts per forward pass.
         max_length: Tokens kept per text.
         cache_dir: A folder for an on-disk cache (``None``: memory only).
+        threads: torch's intra-op threads while the model runs (``None``: torch's setting). The
+            default 1 is as fast on a quiet machine for a model this small, and several times
+            faster on a busy one, where threads wait on each other.
 
     Attributes:
         hits: Texts answered from the cache.
         misses: Texts the model embedded.
     """
 
-    def __init__(self, model: str | os.PathLike[str] = DEFAULT_ENCODER, *, batch_size: int = 32, max_length: int = DEFAULT_MAX_LENGTH, cache_dir: str | os.PathLike[str] | None = None) -> None:
-        if batch_size < 1 or max_length < 1:
-            raise ValueError(f"batch_size and max_length must be at least 1, got {batch_size} and {max_length}")
+    def __init__(
+        self, model: str | os.PathLike[str] = DEFAULT_ENCODER, *, batch_size: int = 32, max_length: int = DEFAULT_MAX_LENGTH, cache_dir: str | os.PathLike[str] | None = None, threads: int | None = 1
+    ) -> None:
+        if batch_size < 1 or max_length < 1 or (threads is not None and threads < 1):
+            raise ValueError(f"batch_size, max_length and threads must be at least 1, got {batch_size}, {max_length} and {threads}")
         self.model_name = os.fspath(model)
         self.batch_size = batch_size
         self.max_length = max_length
+        self.threads = threads
         self._cache: dict[str, np.ndarray] = {}
         self._disk = Path(cache_dir) / text_key(f"{self.model_name}\0{max_length}") if cache_dir is not None else None
         self._loaded: tuple[Any, Any] | None = None
@@ -188,12 +195,27 @@ class SentenceEncoder:
         import torch
 
         tokenizer, network = self._load()
-        with torch.inference_mode():
+        with torch_threads(self.threads), torch.inference_mode():
             batch = tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
             hidden = network(**batch).last_hidden_state
             mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
             return torch.nn.functional.normalize(pooled, dim=-1).to(torch.float32).numpy().copy()
+
+
+@contextlib.contextmanager
+def torch_threads(count: int | None) -> Iterator[None]:
+    """Runs the block with torch's intra-op thread count set to ``count`` (``None``: unchanged), then restores it."""
+    import torch
+
+    before = torch.get_num_threads()
+    if count is not None and count != before:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
 
 
 @functools.lru_cache(maxsize=4)

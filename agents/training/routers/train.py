@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from dataclasses import dataclass
@@ -14,12 +15,15 @@ from conductor_env.agents.router_checkpoint import TARGETS, RouterCheckpoint
 from conductor_env.agents.router_encoder import DEFAULT_ENCODER, SentenceEncoder, shared_encoder
 from conductor_env.agents.training.routers.knn import fit_knn
 from conductor_env.agents.training.routers.mlp import fit_mlp
+from conductor_env.agents.training.routers.routerdc import fit_routerdc
+from conductor_env.agents.training.routers.smoothie import fit_smoothie
 from conductor_env.agents.training.routers.table import RouterTable, read_table, table_path
 
-#: A kind's fit: (table, embeddings, target=, seed=, **params) -> (arrays, params).
+#: A kind's fit: (table, embeddings, target=, seed=, **params) -> (arrays, params); a fit with an
+#: ``encoder`` parameter also gets the sentence encoder (to embed more than the questions).
 Fit = Callable[..., tuple[dict[str, np.ndarray], dict[str, Any]]]
 #: Router kind -> its fit function.
-TRAINERS: dict[str, Fit] = {"knn": fit_knn, "mlp": fit_mlp}
+TRAINERS: dict[str, Fit] = {"knn": fit_knn, "mlp": fit_mlp, "routerdc": fit_routerdc, "smoothie": fit_smoothie}
 
 
 @dataclass(frozen=True)
@@ -30,13 +34,15 @@ class TrainedRouter:
         checkpoint: The router saved.
         folder: Where.
         rows: Training questions.
-        embed_s: Seconds spent loading the encoder and embedding the questions.
+        load_s: Seconds spent loading the encoder (0 when it was loaded before).
+        embed_s: Seconds spent embedding the questions.
         fit_s: Seconds spent fitting.
     """
 
     checkpoint: RouterCheckpoint
     folder: Path
     rows: int
+    load_s: float
     embed_s: float
     fit_s: float
 
@@ -45,7 +51,7 @@ class TrainedRouter:
         c = self.checkpoint
         return (
             f"{c.kind} router on {self.rows} questions x {len(c.workers)} workers ({', '.join(c.workers)}), target {c.target}, "
-            f"price weight {c.price_weight:g}: embedding {self.embed_s:.1f} s, fitting {self.fit_s:.2f} s -> {self.folder}"
+            f"price weight {c.price_weight:g}: loading the encoder {self.load_s:.1f} s, embedding {self.embed_s:.1f} s, fitting {self.fit_s:.2f} s -> {self.folder}"
         )
 
 
@@ -85,9 +91,13 @@ def train_router(
     table = data if isinstance(data, RouterTable) else read_table(data)
     model = encoder if isinstance(encoder, SentenceEncoder) else shared_encoder(encoder)
     started = time.perf_counter()
+    model.dim  # loads the model
+    loaded = time.perf_counter()
     embeddings = model.encode(list(table.questions))
     embedded = time.perf_counter()
-    arrays, used = TRAINERS[kind](table, embeddings, target=target, seed=seed, **(params or {}))
+    fit = TRAINERS[kind]
+    extra: dict[str, Any] = {"encoder": model} if "encoder" in inspect.signature(fit).parameters else {}
+    arrays, used = fit(table, embeddings, target=target, seed=seed, **extra, **(params or {}))
     fitted = time.perf_counter()
     source = {"table": str(table_path(data)) if not isinstance(data, RouterTable) else "memory", "rows": len(table.questions)}
     source.update({k: table.meta[k] for k in ("env_id", "pool", "split", "seed", "samples", "env_options", "suite_options") if k in table.meta})
@@ -106,4 +116,4 @@ def train_router(
         trained_on=source,
     )
     folder = checkpoint.save(out)
-    return TrainedRouter(checkpoint, folder, len(table.questions), embedded - started, fitted - embedded)
+    return TrainedRouter(checkpoint, folder, len(table.questions), loaded - started, embedded - loaded, fitted - embedded)
