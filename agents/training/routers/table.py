@@ -9,13 +9,15 @@
      "rewards": {"flash": 0.98, "solver": 0.42, ...},             # the env's reward (cost-aware when the env was)
      "costs":   {"flash": 0.02, "solver": 0.08, ...},             # worker USD per episode
      "correct": {"flash": 1.0, ...},                              # fraction of samples judged correct
-     "episodes": {"flash": 1, ...}}                               # samples behind each mean
+     "episodes": {"flash": 1, ...},                               # samples behind each mean
+     "answers": {"flash": "...", ...}}                            # each worker's answer text (first sample)
 
 Each object lists the workers in the pool's order. ``datasets.load_dataset("json",
 data_files="router_data.jsonl")`` loads it (the per-worker objects become struct columns). The
 optional sidecar ``router_data.json`` records the workers' pool order, shown names and
 descriptions and where the table came from (env, pool, split, options, seed, samples); a table
-without it takes its workers from the first row.
+without it takes its workers from the first row. ``answers`` (what label-free routers such as
+Smoothie read) is optional: a table has it on every row or on none.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class RouterTable:
         shown_names: What observations call each worker (model, else name).
         descriptions: Each worker's pool description.
         meta: The sidecar's provenance (empty without one).
+        answers: Each question's answer text per worker (the first sample's), or ``None`` when
+            the table records none.
     """
 
     workers: tuple[str, ...]
@@ -68,6 +72,7 @@ class RouterTable:
     shown_names: tuple[str, ...] = ()
     descriptions: tuple[str, ...] = ()
     meta: Mapping[str, Any] = field(default_factory=dict)
+    answers: tuple[tuple[str, ...], ...] | None = None
 
     def target(self, name: str) -> np.ndarray:
         """The ``score`` or ``reward`` matrix.
@@ -99,6 +104,7 @@ def rows_from_records(records: Iterable[Mapping[str, Any]], workers: Sequence[st
     """
     measures: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     first: dict[str, Mapping[str, Any]] = {}
+    answers: dict[str, dict[str, tuple[int, str]]] = defaultdict(dict)
     infra = 0
     for record in records:
         policy = str(record.get("policy", ""))
@@ -113,6 +119,9 @@ def rows_from_records(records: Iterable[Mapping[str, Any]], workers: Sequence[st
         problem = str(record["problem_id"])
         first.setdefault(problem, record)
         cell = measures[problem][name]
+        sample = int(record.get("sample") or 0)
+        if name not in answers[problem] or sample < answers[problem][name][0]:
+            answers[problem][name] = (sample, str(record.get("answer") or ""))
         for key, value in (("scores", record.get("score")), ("rewards", record.get("reward")), ("costs", record.get("cost_usd")), ("correct", bool(record.get("correct")))):
             cell[key].append(float(value or 0.0))
     rows, dropped = [], 0
@@ -127,6 +136,7 @@ def rows_from_records(records: Iterable[Mapping[str, Any]], workers: Sequence[st
         for key in MEASURES[:-1]:
             row[key] = {w: _mean(cells[w][key]) for w in workers}
         row["episodes"] = {w: len(cells[w]["scores"]) for w in workers}
+        row["answers"] = {w: answers[problem][w][1] for w in workers}
         rows.append(row)
     notes = [f"left out {infra} episode(s) that ended with an infrastructure error"] if infra else []
     if dropped:
@@ -186,7 +196,29 @@ def read_table(source: str | os.PathLike[str]) -> RouterTable:
         shown_names=tuple(meta.get("shown_names") or workers),
         descriptions=tuple(meta.get("descriptions") or ("",) * len(workers)),
         meta=meta,
+        answers=_answers(rows, workers, path),
     )
+
+
+def _answers(rows: Sequence[tuple[int, Mapping[str, Any]]], workers: Sequence[str], path: Path) -> tuple[tuple[str, ...], ...] | None:
+    """The rows' answer texts, or ``None`` when no row has an ``answers`` object.
+
+    Raises:
+        TableError: When some rows have answers and others not, or an answer is not a string.
+    """
+    having = [number for number, row in rows if "answers" in row]
+    if not having:
+        return None
+    if len(having) != len(rows):
+        missing = next(number for number, row in rows if "answers" not in row)
+        raise TableError(f"{path}: line {missing} has no 'answers' object, but line {having[0]} has one (a table has answers on every row or on none)")
+    table = []
+    for number, row in rows:
+        values = row["answers"]
+        if not isinstance(values, Mapping) or not all(isinstance(values.get(w), str) for w in workers):
+            raise TableError(f"{path}: line {number}: 'answers' must give every worker's answer as a string")
+        table.append(tuple(values[w] for w in workers))
+    return tuple(table)
 
 
 def _read_meta(path: Path) -> dict[str, Any]:
