@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 TORCH ?= torch==2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: install system sandbox model lint test test-ray test-fast demo bench clean venv-inspect venv-gem venv-verifiers
+.PHONY: install system sandbox model lint test test-ray test-fast test-min demo bench clean venv-inspect venv-gem venv-verifiers
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -69,7 +69,7 @@ lint: install
 	PYTHON=$(PY) bash scripts/typecheck.sh
 
 # Ray's tests run in network and PID namespaces holding only loopback (Ray binds nothing else).
-test: install lint system sandbox model venv-inspect venv-gem venv-verifiers
+test: install lint test-min system sandbox model venv-inspect venv-gem venv-verifiers
 	$(PY) -m pytest -m "not ray" $(PYTEST_ARGS)
 	bash scripts/in_loopback_ns.sh $(PY) -m pytest -m ray tests/distributed $(PYTEST_ARGS)
 
@@ -80,6 +80,20 @@ test-ray: install
 test-fast: install
 	$(PY) -m pytest -m "not docker and not slow and not ray" $(PYTEST_ARGS)
 
+# The same tests in .venv-min: the core, dev and every extra in `all` pinned to the lower bounds
+# pyproject.toml declares (scripts/min_requirements.py), so that the floors stay versions the tests pass with.
+MIN_VENV := .venv-min
+$(MIN_VENV)/.installed: pyproject.toml scripts/min_requirements.py
+	@test -x $(MIN_VENV)/bin/python || $(PYTHON) -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
+	$(MIN_VENV)/bin/python scripts/min_requirements.py all dev > $(MIN_VENV)/constraints.txt
+	$(MIN_VENV)/bin/python -m pip install -q "$(TORCH)" -c $(MIN_VENV)/constraints.txt
+	$(MIN_VENV)/bin/python -m pip install -q -e ".[all,dev]" -c $(MIN_VENV)/constraints.txt
+	@touch $@
+
+test-min: $(MIN_VENV)/.installed
+	$(MIN_VENV)/bin/python -m pytest -m "not docker and not slow and not ray" $(PYTEST_ARGS)
+
 demo: install sandbox model
 	$(VENV)/bin/conductor-env demo
 
@@ -87,4 +101,4 @@ bench: install sandbox
 	$(PY) benchmarks/bench_executor.py --json benchmarks/results/executor.json
 
 clean:
-	rm -rf $(VENV) $(INSPECT_VENV) build *.egg-info .pytest_cache .hypothesis .ruff_cache .mypy_cache
+	rm -rf $(VENV) $(INSPECT_VENV) $(MIN_VENV) build *.egg-info .pytest_cache .hypothesis .ruff_cache .mypy_cache
