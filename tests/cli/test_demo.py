@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conductor_env.cli.demo import DEMO_POLICIES, ORCHESTRA_BASELINES, ORCHESTRA_CONDUCTOR
+from conductor_env.cli.demo_routers import DEMO_ROUTER_KINDS, router_verdict
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +36,10 @@ def test_demo_compares_the_baselines_and_writes_plot_and_viewer(tmp_path: Path) 
     assert f"viewer: {out / 'orchestra' / 'report.html'}" in result.stdout
     assert (out / "orchestra" / "accuracy_vs_cost.png").is_file()
     orchestra = [json.loads(line) for line in (out / "orchestra" / "results.jsonl").read_text().splitlines()]
-    assert sorted({r["policy"] for r in orchestra}) == sorted([ORCHESTRA_CONDUCTOR, *ORCHESTRA_BASELINES])
+    routers = [f"router:{kind}:{out / 'orchestra' / 'routers' / kind}" for kind in DEMO_ROUTER_KINDS]
+    assert sorted({r["policy"] for r in orchestra}) == sorted([ORCHESTRA_CONDUCTOR, *routers, *ORCHESTRA_BASELINES])
+    assert all(r["parse_error"] is None for r in orchestra if r["policy"] in routers)  # the routers, trained here, route every question
+    assert "beats every learned router here" in result.stdout or "a learned router beats the trained Conductor here" in result.stdout
     trained = [r for r in orchestra if r["policy"] == ORCHESTRA_CONDUCTOR]
     assert len(trained) == 6 and all(r["infra_error"] is None for r in trained)
     assert sum(r["parse_error"] is None for r in trained) >= 5  # the shipped Conductor writes valid workflows
@@ -55,3 +59,9 @@ def test_demo_compares_the_baselines_and_writes_plot_and_viewer(tmp_path: Path) 
     assert f"resuming: {len(records)} episode(s) already in the results file, 0 to run" in again.stderr
     assert len((out / "results.jsonl").read_text().splitlines()) == len(records)
     assert len((out / "orchestra" / "results.jsonl").read_text().splitlines()) == len(orchestra)
+
+
+def test_the_verdict_names_a_router_that_beats_the_conductor() -> None:
+    assert router_verdict({"c": 0.8, "router:knn:/x": 0.85, "router:mlp:/y": 0.7, "single:0": 0.9}, "c").startswith("a learned router beats the trained Conductor here: knn 0.850")
+    assert router_verdict({"c": 0.9, "router:knn:/x": 0.85}, "c").startswith("the trained Conductor (0.900) beats every learned router")
+    assert router_verdict({"c": 0.9, "single:0": 0.95}, "c") == ""
