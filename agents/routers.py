@@ -223,6 +223,7 @@ class ScoreRouter(Router):
 ROUTER_KINDS: dict[str, str] = {
     "knn": "conductor_env.agents.router_knn:KNNRouter",
     "mlp": "conductor_env.agents.router_mlp:MLPRouter",
+    "masrouter": "conductor_env.agents.router_masrouter:MASRouter",
     "routerdc": "conductor_env.agents.router_routerdc:RouterDCRouter",
     "smoothie": "conductor_env.agents.router_smoothie:SmoothieRouter",
 }

