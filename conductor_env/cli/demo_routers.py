@@ -2,8 +2,9 @@
 
 The routers (docs/ROUTERS.md) learn from the training split of the same env the Conductor was
 trained on: every worker alone on each question (``conductor-env routers data``), then each kind
-fitted on that table (``conductor-env train router``), predicting the cost-aware reward. Folders
-already trained in the demo's output are reused.
+fitted on that table (``conductor-env train router``), predicting the cost-aware reward; MASRouter
+learns from episodes of the env instead (REINFORCE). Folders already trained in the demo's output
+are reused.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from typing import Any, Sequence
 from rich.console import Console
 
 #: The router kinds part 2 trains and plays.
-DEMO_ROUTER_KINDS: tuple[str, ...] = ("knn", "mlp", "routerdc", "smoothie")
+DEMO_ROUTER_KINDS: tuple[str, ...] = ("knn", "mlp", "routerdc", "smoothie", "masrouter")
+#: MASRouter's training episodes in the demo (half of docs/ROUTERS.md's run: it settles on one workflow either way).
+MASROUTER_EPISODES = 1600
 #: Training questions per dataset of the recipe's env (six datasets: 600 questions, 1,800 episodes).
 ROUTER_QUESTIONS_PER_DATASET = 100
 
@@ -41,6 +44,7 @@ def train_demo_routers(
     Returns:
         ``router:<kind>:<folder>`` specs, in ``kinds`` order.
     """
+    from conductor_env.agents.training.routers.masrouter import train_masrouter
     from conductor_env.agents.training.routers.train import train_router
     from conductor_env.cli.routers import routers_data
 
@@ -60,7 +64,13 @@ def train_demo_routers(
     specs = []
     for kind in kinds:
         folder = os.path.join(out, "routers", kind)
-        if not os.path.isfile(os.path.join(folder, "router.json")):
+        if os.path.isfile(os.path.join(folder, "router.json")):
+            pass
+        elif kind == "masrouter":
+            suite_options = {**env["suite_options"], "size": per_dataset}
+            train_masrouter("Conductor-RG-v0", env["pool"], folder, episodes=MASROUTER_EPISODES, env_options=env_options, suite_options=suite_options)
+            console.print(f"trained the masrouter router on {MASROUTER_EPISODES} episodes", highlight=False, markup=False)
+        else:
             trained = train_router(kind, table, folder, target="reward")
             console.print(f"trained the {kind} router on {trained.rows} questions", highlight=False, markup=False)
         specs.append(f"router:{kind}:{folder}")
