@@ -46,11 +46,15 @@ venv-inspect: $(INSPECT_VENV)/.installed
 # GEM (gem-llm pins reasoning-gym 0.1.23) and verifiers (openai<3): each in a virtualenv of its own
 # with the package, where tests/integrations/test_{gem,verifiers}_venv.py run them (they skip without).
 # verifiers' chat harness runs its program with uv, so uv goes in too.
+# gem-llm 0.1.0 pins reasoning-gym==0.1.23, older than the package needs (0.1.25: coin_flip, the audit
+# table), so pip cannot resolve them together: gem-llm goes in without its pins, with its other requirements.
+GEM_REQUIREMENTS := "msgspec>=0.18" "nltk>=3.8"
 FRAMEWORK_TEST_DEPS := "pytest>=8.2" "pytest-asyncio>=0.24" "pytest-timeout>=2.3.1"
 .venv-gem/.installed: pyproject.toml
 	@test -x .venv-gem/bin/python || $(PYTHON) -m venv .venv-gem
 	.venv-gem/bin/python -m pip install -q --upgrade pip
-	.venv-gem/bin/python -m pip install -q -e ".[gem]" $(FRAMEWORK_TEST_DEPS)
+	.venv-gem/bin/python -m pip install -q -e . $(GEM_REQUIREMENTS) $(FRAMEWORK_TEST_DEPS)
+	.venv-gem/bin/python -m pip install -q --no-deps "gem-llm==0.1.0"
 	@touch $@
 
 .venv-verifiers/.installed: pyproject.toml environments/conductor_env_vf/pyproject.toml

@@ -29,7 +29,9 @@ try:
     from gem.envs.registration import ENV_REGISTRY
     from gem.utils.constants import TERMINAL_STATE
 except ImportError as missing:  # pragma: no cover - depends on the installed extras
-    raise ImportError("conductor_env.integrations.gem needs GEM: pip install 'conductor-env[gem]' (gem-llm pins its own reasoning-gym; see docs/INTEGRATIONS.md)") from missing
+    raise ImportError(
+        "conductor_env.integrations.gem needs GEM: pip install msgspec nltk && pip install --no-deps gem-llm (gem-llm pins an older reasoning-gym than the package needs; see docs/INTEGRATIONS.md)"
+    ) from missing
 
 #: The GEM id prefix: ``conductor:<Name>-v0`` for the gym id ``Conductor-<Name>-v0``.
 PREFIX = "conductor:"
