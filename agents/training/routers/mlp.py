@@ -56,6 +56,16 @@ def fit_mlp(
         return _fit(table, embeddings, target=target, seed=seed, hidden=hidden, epochs=epochs, lr=lr, weight_decay=weight_decay)
 
 
+def layer_arrays(first: Any, second: Any) -> dict[str, np.ndarray]:
+    """The checkpoint arrays of two ``torch.nn.Linear`` layers: ``w1``/``b1``/``w2``/``b2``, weights as (in, out)."""
+    return {
+        "w1": first.weight.detach().T.contiguous().numpy(),
+        "b1": first.bias.detach().numpy(),
+        "w2": second.weight.detach().T.contiguous().numpy(),
+        "b2": second.bias.detach().numpy(),
+    }
+
+
 def _fit(table: RouterTable, embeddings: np.ndarray, *, target: str, seed: int, hidden: int, epochs: int, lr: float, weight_decay: float) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     import torch
 
@@ -76,11 +86,5 @@ def _fit(table: RouterTable, embeddings: np.ndarray, *, target: str, seed: int, 
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()
         optimiser.step()
-    arrays = {
-        "w1": first.weight.detach().T.contiguous().numpy(),
-        "b1": first.bias.detach().numpy(),
-        "w2": second.weight.detach().T.contiguous().numpy(),
-        "b2": second.bias.detach().numpy(),
-        "mean_cost": table.costs.mean(axis=0),
-    }
+    arrays = {**layer_arrays(first, second), "mean_cost": table.costs.mean(axis=0)}
     return arrays, {"hidden": hidden, "epochs": epochs, "lr": lr, "weight_decay": weight_decay, "seed": seed, "final_mse": float(loss.detach())}

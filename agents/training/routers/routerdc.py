@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from conductor_env.agents.router_encoder import torch_threads
+from conductor_env.agents.training.routers.mlp import layer_arrays
 from conductor_env.agents.training.routers.table import RouterTable
 
 DEFAULTS: dict[str, Any] = {
@@ -156,11 +157,5 @@ def _train(embeddings: np.ndarray, target: np.ndarray, clusters: np.ndarray, see
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-    arrays = {
-        "w1": first.weight.detach().T.contiguous().numpy(),
-        "b1": first.bias.detach().numpy(),
-        "w2": second.weight.detach().T.contiguous().numpy(),
-        "b2": second.bias.detach().numpy(),
-        "workers": keys.detach().numpy(),
-    }
+    arrays = {**layer_arrays(first, second), "workers": keys.detach().numpy()}
     return arrays, {"final_sample_llm_loss": float(llm_loss.detach()), "final_sample_sample_loss": float(cluster_loss.detach())}
