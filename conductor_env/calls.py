@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Collection, Mapping, Protocol, Sequence
+from typing import Any, Collection, Mapping, Protocol, Sequence
 
 Message = Mapping[str, str]
 
@@ -117,6 +117,9 @@ class ShownWorker(Protocol):
     @property
     def description(self) -> str: ...
 
+    @property
+    def traits(self) -> Mapping[str, Any] | None: ...
+
 
 class WorkerPoolLike(Protocol):
     """The pool as the env uses it (:class:`conductor_env.workers.pool.WorkerPool` implements it)."""
@@ -126,6 +129,17 @@ class WorkerPoolLike(Protocol):
     @property
     def specs(self) -> Sequence[ShownWorker]:
         """The pool's entries in canonical order."""
+
+    @property
+    def bound_specs(self) -> Sequence[ShownWorker]:
+        """Entries as long as any this pool can show (they bound the observation space)."""
+
+    @property
+    def trait_domains(self) -> tuple[str, ...]:
+        """The domains of the workers' traits (empty when they declare none)."""
+
+    def for_episode(self, seed: int) -> WorkerPoolLike:
+        """Returns the pool the episode with ``seed`` plays (itself, or a generated pool's draw)."""
 
     def sample_subpool(self, rng: random.Random, size: int | tuple[int, int] | None, exclude: Collection[tuple[str, ...]] = ()) -> tuple[int, ...]:
         """Returns the pool indices shown in one episode, in shown-id order, never one of ``exclude`` (sorted names)."""

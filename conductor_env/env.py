@@ -21,6 +21,7 @@ import random
 from typing import Any, Mapping, Sequence
 
 import gymnasium as gym
+import numpy as np
 
 from conductor_env.calls import WorkerPoolLike
 from conductor_env.event_loop import run_sync
@@ -38,6 +39,11 @@ from conductor_env.workflow_json import workflow_action
 __all__ = ["ConductorEnv", "EnvLost", "HISTORY_PART_BYTES", "MAX_ACTION_BYTES", "MAX_QUESTION_BYTES"]
 
 StepResult = tuple[dict, float, bool, bool, StepInfo]
+
+
+def _copy_observation(observation: dict[str, Any]) -> dict[str, Any]:
+    """A copy that shares no mutable value (``worker_traits`` is an array) with ``observation``."""
+    return {key: value.copy() if isinstance(value, np.ndarray) else value for key, value in observation.items()}
 
 
 class EnvLost(RuntimeError):
@@ -117,8 +123,11 @@ class ConductorEnv(gym.Env[dict, str]):
             check_excluded_subpools([spec.name for spec in pool.specs], self.options.subpool_size, self.options.exclude_subpools)
         except ValueError as error:
             raise EnvOptionError(str(error)) from None
-        self.observations = ObservationBuilder(pool.specs, self.options)
-        self.rounds = RoundPlayer(suite, pool, self.options)
+        try:
+            self.observations = ObservationBuilder(pool.bound_specs, self.options, trait_domains=pool.trait_domains)
+        except ValueError as error:
+            raise EnvOptionError(str(error)) from None
+        self.rounds = RoundPlayer(suite, self.options)
         self.observation_space = self.observations.space
         self.action_space = Utf8Text(MAX_ACTION_BYTES)
         self._episode: EpisodeState | None = None
@@ -171,9 +180,10 @@ class ConductorEnv(gym.Env[dict, str]):
                 f"observation space holds (max_question_bytes={limit}); pass a larger max_question_bytes"
             )
         episode_seed = int(self.np_random.integers(2**31))
-        shown = self.pool.sample_subpool(random.Random(episode_seed), self.options.subpool_size, self.options.exclude_subpools)
+        episode_pool = self.pool.for_episode(episode_seed)
+        shown = episode_pool.sample_subpool(random.Random(episode_seed), self.options.subpool_size, self.options.exclude_subpools)
         draw = self._worker_draw((options or {}).get("worker_draw", 0))
-        self._episode = EpisodeState(problem=problem, shown=shown, seed=episode_seed, options=self.options, draw=draw)
+        self._episode = EpisodeState(problem=problem, pool=episode_pool, shown=shown, seed=episode_seed, options=self.options, draw=draw)
         observation = self._top(self._episode)
         self._last_observation = observation
         return observation, self.rounds.base_info(self._episode, 0)
@@ -209,7 +219,7 @@ class ConductorEnv(gym.Env[dict, str]):
     def worker_map(self) -> dict[int, str]:
         """Returns shown id -> pool worker name for the current episode (for analysis only)."""
         assert self._episode is not None
-        return self._episode.worker_map([spec.name for spec in self.pool.specs])
+        return self._episode.worker_map([spec.name for spec in self._episode.pool.specs])
 
     # ------------------------------------------------------------------------ observations
 
@@ -217,6 +227,7 @@ class ConductorEnv(gym.Env[dict, str]):
         return self.observations.build(
             question,
             domain=episode.problem.domain,
+            specs=episode.pool.specs,
             shown=episode.shown,
             conductor_id=episode.conductor_id(depth),
             depth=depth,
@@ -228,7 +239,7 @@ class ConductorEnv(gym.Env[dict, str]):
     def _top(self, episode: EpisodeState) -> dict[str, Any]:
         """Builds the top-level observation for the next round and remembers it."""
         observation = self._observation(episode, episode.problem.question, 0)
-        self._top_observation = dict(observation)
+        self._top_observation = _copy_observation(observation)
         return observation
 
     def _after_round(self, outcome: RoundOutcome) -> StepResult:
@@ -237,7 +248,7 @@ class ConductorEnv(gym.Env[dict, str]):
         info, reward, terminated, truncated = outcome
         assert self._episode is not None and self._top_observation is not None
         if terminated or truncated:
-            observation = dict(self._top_observation)  # also when the round ended inside a frame
+            observation = _copy_observation(self._top_observation)  # also when the round ended inside a frame
         else:
             observation = self._top(self._episode)
         self._last_observation = observation

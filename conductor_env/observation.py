@@ -7,7 +7,10 @@ valid workflow (``num_workers``, ``conductor_id``, ``max_steps``) and the shown 
 hides names), so no policy reads structure back out of prompt text. ``episode`` names the episode
 (a key of its problem, episode seed and worker draw, the same in every round and frame): a
 stochastic policy seeds its draws with it, so its actions depend on the episode and not on the
-order in which observations reach it. ``update`` is what a later
+order in which observations reach it. With ``EnvOptions.worker_traits``, ``worker_traits`` holds
+one row per pool slot: the shown workers' declared traits (:func:`conductor_env.traits.trait_row`,
+what their descriptions state, never the hidden numbers) in shown-id order, then rows of -1.
+``update`` is what a later
 round adds to the Conductor's conversation (the previous round's answer and what to do with it;
 ``""`` in the first round and inside self-call frames): the chat view of
 :mod:`conductor_env.chat` sends it instead of the whole prompt again.
@@ -18,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numpy as np
 from gymnasium import spaces
 
 from conductor_env.calls import ShownWorker
@@ -25,6 +29,7 @@ from conductor_env.options import EnvOptions
 from conductor_env.prompts import REVISE_INSTRUCTION, conductor_prompt, conductor_prompt_bound, conductor_system, select_examples
 from conductor_env.spaces import Utf8Text, shorten_text, utf8_size
 from conductor_env.templates import load_template
+from conductor_env.traits import ABSENT, LEVELS, trait_row, trait_width
 
 #: Each earlier round's rendered workflow and answer are cut (in the middle) to this many UTF-8
 #: bytes in ``history``; the workers still see them whole.
@@ -48,13 +53,21 @@ class ObservationBuilder:
     """Builds the observations of one env: its space, and each observation within it.
 
     Args:
-        specs: The whole pool's entries in canonical order (sub-pools show some of them).
+        specs: Entries as long as any the pool shows, one per worker an episode can show (a
+            fixed pool's own; a generated pool's widest): they bound the space.
         options: The env's options.
+        trait_domains: The columns of ``worker_traits`` (the pool's :attr:`trait_domains`).
+
+    Raises:
+        ValueError: When ``options.worker_traits`` is on and the pool declares no traits.
     """
 
-    def __init__(self, specs: Sequence[ShownWorker], options: EnvOptions) -> None:
+    def __init__(self, specs: Sequence[ShownWorker], options: EnvOptions, *, trait_domains: Sequence[str] = ()) -> None:
         self.specs = tuple(specs)
         self.options = options
+        self.trait_domains = tuple(trait_domains)
+        if options.worker_traits and not self.trait_domains:
+            raise ValueError("worker_traits needs a pool whose workers declare traits (a generated pool, or `traits = {...}` in the pool file)")
         # The template's system message and prefill are fixed for an env: rendered once.
         self.system = conductor_system(options.conductor_template, max_steps=options.max_steps, access=options.access)
         self.prefill = load_template(options.conductor_template, "conductor").render_prefill()
@@ -72,8 +85,19 @@ class ObservationBuilder:
                 # flattens and shared-memory vector envs can hold it.
                 "worker_names": spaces.Tuple([Utf8Text(self._name_limit())] * len(self.specs)),
                 "episode": Utf8Text(EPISODE_KEY_CHARS),
+                **({"worker_traits": self._traits_space()} if options.worker_traits else {}),
             }
         )
+
+    def _traits_space(self) -> spaces.Box:
+        return spaces.Box(ABSENT, len(LEVELS) - 1, shape=(len(self.specs), trait_width(self.trait_domains)), dtype=np.int8)
+
+    def worker_traits(self, specs: Sequence[ShownWorker], shown: Sequence[int]) -> np.ndarray:
+        """Returns the structured view: the shown workers' trait rows in shown-id order, then rows of -1."""
+        rows = np.full((len(self.specs), trait_width(self.trait_domains)), ABSENT, dtype=np.int8)
+        for shown_id, index in enumerate(shown):
+            rows[shown_id] = trait_row(specs[index].traits, self.trait_domains)
+        return rows
 
     def _text_limits(self) -> dict[str, int]:
         """Returns the most UTF-8 bytes each text entry of an observation can take."""
@@ -114,10 +138,10 @@ class ObservationBuilder:
         """A worker's name as the prompt shows it: its model, else its pool name."""
         return spec.model or spec.name
 
-    def worker_names(self, shown: Sequence[int]) -> tuple[str, ...]:
-        """Returns one entry per pool worker: the shown workers' names in shown-id order, then
-        ``""`` (every entry ``""`` when names are hidden)."""
-        names = [self._name(self.specs[index]) for index in shown] if self.options.show_names else []
+    def worker_names(self, specs: Sequence[ShownWorker], shown: Sequence[int]) -> tuple[str, ...]:
+        """Returns one entry per pool slot: the shown workers' names (``specs`` are the episode's
+        pool) in shown-id order, then ``""`` (every entry ``""`` when names are hidden)."""
+        names = [self._name(specs[index]) for index in shown] if self.options.show_names else []
         return tuple(names + [""] * (len(self.specs) - len(names)))
 
     def _line(self, shown_id: str | int, spec: ShownWorker) -> str:
@@ -126,9 +150,9 @@ class ObservationBuilder:
         about = f" ({spec.description})" if spec.description else ""
         return f"Model id {shown_id}: {self._name(spec)}{about}"
 
-    def worker_lines(self, shown: Sequence[int], conductor_id: int | None) -> list[str]:
-        """Returns the pool listing: one line per shown worker, then the Conductor's own id."""
-        lines = [self._line(shown_id, self.specs[index]) for shown_id, index in enumerate(shown)]
+    def worker_lines(self, specs: Sequence[ShownWorker], shown: Sequence[int], conductor_id: int | None) -> list[str]:
+        """Returns the pool listing: one line per shown worker of ``specs`` (the episode's pool), then the Conductor's own id."""
+        lines = [self._line(shown_id, specs[index]) for shown_id, index in enumerate(shown)]
         if conductor_id is not None:
             lines.append(f"Model id {conductor_id}: {SELF_LINE}")
         return lines
@@ -154,6 +178,7 @@ class ObservationBuilder:
         question: str,
         *,
         domain: str,
+        specs: Sequence[ShownWorker],
         shown: Sequence[int],
         conductor_id: int | None,
         depth: int,
@@ -166,7 +191,8 @@ class ObservationBuilder:
         Args:
             question: The problem's question, or a self-call frame's subtask.
             domain: The problem's domain (picks the worked examples).
-            shown: The pool indices shown this episode, in shown-id order.
+            specs: The episode's pool's entries in canonical order.
+            shown: The indices into ``specs`` shown this episode, in shown-id order.
             conductor_id: The Conductor's own worker id, or ``None`` when it cannot be called.
             depth: 0 at the top, ``d`` inside a self-call frame of depth ``d``.
             round_index: The round about to be played (0 inside frames).
@@ -180,7 +206,7 @@ class ObservationBuilder:
             RuntimeError: When an entry is over its bound (a bug in the bounds, never the policy's).
         """
         options = self.options
-        workers = "\n".join(self.worker_lines(shown, conductor_id))
+        workers = "\n".join(self.worker_lines(specs, shown, conductor_id))
         history_text = self.history_text(history) if depth == 0 else ""
         question = shorten_text(question, options.max_question_bytes)
         examples = select_examples(domain, options.examples, options.num_examples)
@@ -206,9 +232,11 @@ class ObservationBuilder:
             "num_workers": len(shown) + (conductor_id is not None),
             "conductor_id": NO_CONDUCTOR if conductor_id is None else conductor_id,
             "max_steps": options.max_steps,
-            "worker_names": self.worker_names(shown),
+            "worker_names": self.worker_names(specs, shown),
             "episode": episode,
         }
+        if options.worker_traits:
+            observation["worker_traits"] = self.worker_traits(specs, shown)
         for name, limit in self.text_limits.items():
             if utf8_size(observation[name]) > limit:
                 raise RuntimeError(f"observation {name!r} is {utf8_size(observation[name])} UTF-8 bytes, over its bound {limit}")

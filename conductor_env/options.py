@@ -61,6 +61,9 @@ class EnvOptions:
             sub-pool made of exactly those workers, in any order, is drawn again. Hold a sub-pool
             out of training this way, then evaluate on it alone by excluding every other one.
         show_names: Reveal worker names and descriptions (hidden by default, as in the paper).
+        worker_traits: Add the structured view of the shown workers' declared traits to the
+            observation (``worker_traits``, see :mod:`conductor_env.traits`), for policies that
+            do not read text; the pool's workers must declare traits (generated pools do).
         self_call: Offer the Conductor itself as the last worker id.
         max_depth: Deepest self-call frame (0 when ``self_call`` is off).
         examples: Which worked examples the prompt shows (``"out_of_domain"`` by default).
@@ -94,6 +97,7 @@ class EnvOptions:
     subpool_size: SubpoolSize = None
     exclude_subpools: ExcludedSubpools = ()
     show_names: bool = False
+    worker_traits: bool = False
     self_call: bool = False
     max_depth: int = 1
     examples: ExampleSelection = "out_of_domain"

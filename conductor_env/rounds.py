@@ -39,13 +39,15 @@ class Round:
 
 @dataclass
 class EpisodeState:
-    """The episode in progress: its problem, shown sub-pool, seed and finished rounds.
+    """The episode in progress: its problem, its pool (the env's, or a generated pool's draw),
+    shown sub-pool, seed and finished rounds.
 
     ``draw`` (the reset option ``worker_draw``) picks another independent set of worker samples
     for the same problem and sub-pool; 0 is the episode seed's own.
     """
 
     problem: Problem
+    pool: WorkerPoolLike
     shown: tuple[int, ...]
     seed: int
     options: EnvOptions
@@ -94,19 +96,19 @@ class RoundPlayer:
 
     Args:
         suite: Verifies answers.
-        pool: Runs workflow steps.
         options: The env's options.
+
+    Each episode's steps run on its own pool (:attr:`EpisodeState.pool`).
     """
 
-    def __init__(self, suite: TaskSuite, pool: WorkerPoolLike, options: EnvOptions) -> None:
+    def __init__(self, suite: TaskSuite, options: EnvOptions) -> None:
         self.suite = suite
-        self.pool = pool
         self.options = options
         self.reward_scheme = RewardScheme(options.reward, options.price_weight)
 
     def base_info(self, episode: EpisodeState, round_index: int) -> StepInfo:
         """Returns the ``info`` of a step that has produced nothing yet."""
-        names = [spec.name for spec in self.pool.specs]
+        names = [spec.name for spec in episode.pool.specs]
         return empty_info(
             problem_id=episode.problem.id,
             domain=episode.problem.domain,
@@ -224,7 +226,8 @@ class RoundPlayer:
 
     def _worker_name(self, episode: EpisodeState, depth: int):
         shown, conductor = episode.shown, episode.conductor_id(depth)
-        return lambda worker: "conductor" if worker == conductor else self.pool.specs[shown[worker]].name
+        specs = episode.pool.specs
+        return lambda worker: "conductor" if worker == conductor else specs[shown[worker]].name
 
     def _caller(self, episode: EpisodeState, depth: int, round_index: int, frames: FrameChannel | None):
         """Returns the :data:`~conductor_env.executor.StepCaller` for a frame at ``depth``."""
@@ -237,7 +240,7 @@ class RoundPlayer:
             messages: list[dict[str, Any]] = worker_chat(message, options.worker_template, prefill=options.prefill)
             key = (episode.seed, depth, round_index, index) if not episode.draw else (episode.seed, episode.draw, depth, round_index, index)
             seed = hash(key) & 0x7FFFFFFF
-            return await self.pool.call(
+            return await episode.pool.call(
                 episode.shown[step.worker],
                 messages,
                 retry=options.retry,

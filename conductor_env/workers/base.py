@@ -37,6 +37,8 @@ class WorkerSpec:
         tokens_per_minute: Tokens (prompt and completion, as the backend reports them) spent
             per minute (``None``: no limit; across the cluster on Ray). A call reserves an
             estimate (prompt characters / 4 plus its output limit) until its usage is known.
+        traits: What the description states as data (:mod:`conductor_env.traits`), for the
+            observation's structured view; ``None`` when the pool file declares none.
     """
 
     name: str
@@ -54,6 +56,7 @@ class WorkerSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
+    traits: Mapping[str, Any] | None = None
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         """Returns the USD price of a call with these token counts."""

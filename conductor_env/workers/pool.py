@@ -14,6 +14,7 @@ from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from conductor_env.calls import CallContext, Completion, Message, RetryPolicy
 from conductor_env.subpools import draw_subpool
+from conductor_env.traits import check_traits
 from conductor_env.workers.base import Worker, WorkerSpec
 from conductor_env.workers.limits import CallLimiter, LocalLimiter, estimate_tokens
 from conductor_env.workers.retry import with_retries, with_timeout
@@ -32,6 +33,10 @@ BACKENDS: dict[str, str] = {
     "local": "conductor_env.workers.local:LocalWorker",
     "replay": "conductor_env.workers.replay:ReplayWorker",
 }
+
+#: "module:function" that builds the pool of a file with a ``[family]`` table (imported lazily, like
+#: the backends: it subclasses :class:`WorkerPool`).
+FAMILY_LOADER = "conductor_env.workers.generated:family_pool"
 
 _SPEC_FIELDS = {f.name for f in dataclasses.fields(WorkerSpec)}
 _FIELD_ALIASES = {"id": "name"}
@@ -93,6 +98,25 @@ class WorkerPool:
         if spec.name not in self._workers:
             self._workers[spec.name] = _build_worker(spec)
         return self._workers[spec.name]
+
+    @property
+    def bound_specs(self) -> Sequence[WorkerSpec]:
+        """The entries that bound the observation space (a fixed pool's own; a family's widest)."""
+        return self.specs
+
+    @property
+    def trait_domains(self) -> tuple[str, ...]:
+        """The domains of the workers' declared ``traits``, in first-seen order (the structured view's columns)."""
+        seen: dict[str, None] = {}
+        for spec in self.specs:
+            for domain in (spec.traits or {}).get("solve", {}):
+                seen.setdefault(domain)
+        return tuple(seen)
+
+    def for_episode(self, seed: int) -> WorkerPool:
+        """Returns the pool an episode with ``seed`` plays: this one (a family draws one, see
+        :class:`~conductor_env.workers.generated.GeneratedPool`)."""
+        return self
 
     def use_limiter(self, limiter: CallLimiter) -> None:
         """Makes every later call take its slot from ``limiter`` (e.g. a cluster-wide one)."""
@@ -220,6 +244,8 @@ def spec_from_mapping(entry: Mapping[str, Any], *, defaults: Mapping[str, Any] |
             float(getattr(spec, numeric))
         for rate in ("requests_per_minute", "tokens_per_minute"):
             _check_rate(rate, getattr(spec, rate))
+        if spec.traits is not None:
+            spec = dataclasses.replace(spec, traits=check_traits(spec.traits, f"worker {spec.name!r}"))
         int(spec.max_tokens), int(spec.max_concurrency)
     except (TypeError, ValueError) as error:
         raise PoolError(f"worker {fields['name']!r}: {error}") from error
@@ -258,9 +284,13 @@ def load_pool(source: str | WorkerPool | Sequence[WorkerSpec]) -> WorkerPool:
         price_in_per_m = 1.25
         price_out_per_m = 10.0
 
+    A file with a ``[family]`` table instead describes generated pools (docs/GENERATED_POOLS.md):
+    it loads as a :class:`~conductor_env.workers.generated.GeneratedPool`, and ``<source>#<k>``
+    loads its part's fixed draw ``k`` as a plain pool.
+
     Args:
-        source: ``"simulated"``, ``"local"``, ``"paper"``, a path to a ``.toml`` file, a
-            :class:`WorkerPool` or a sequence of :class:`WorkerSpec`.
+        source: ``"simulated"``, ``"local"``, ``"paper"``, ``"generated"``, a path to a ``.toml``
+            file (optionally with ``#<k>``), a :class:`WorkerPool` or a sequence of :class:`WorkerSpec`.
 
     Returns:
         The pool.
@@ -272,11 +302,13 @@ def load_pool(source: str | WorkerPool | Sequence[WorkerSpec]) -> WorkerPool:
         return source
     if not isinstance(source, str):
         return WorkerPool(list(source))
-    text, name = _read_pool_text(source)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise PoolError(f"pool {source!r} is not valid TOML: {error}") from error
+    source, member = _split_member(source)
+    data, name = _read_pool_data(source)
+    if "family" in data:
+        module_name, _, function = FAMILY_LOADER.partition(":")
+        return getattr(importlib.import_module(module_name), function)(data, name=name, member=member)
+    if member is not None:
+        raise PoolError(f"pool {source!r} lists its workers; '#{member}' picks a draw of a family pool only")
     entries: Iterable[Mapping[str, Any]] = data.get("workers", [])
     if not isinstance(entries, list) or not entries:
         raise PoolError(f"pool {source!r} has no [[workers]] entries")
@@ -286,3 +318,32 @@ def load_pool(source: str | WorkerPool | Sequence[WorkerSpec]) -> WorkerPool:
     except PoolError as error:
         raise PoolError(f"pool {source!r}: {error}") from error
     return WorkerPool(specs, name=str(data.get("name", name)))
+
+
+def _split_member(source: str) -> tuple[str, int | None]:
+    """Splits ``"generated-heldout#3"`` into the pool and the member index (``None`` without one)."""
+    base, mark, member = source.rpartition("#")
+    if not mark:
+        return source, None
+    try:
+        return base, int(member)
+    except ValueError:
+        raise PoolError(f"pool {source!r}: after '#' comes a draw's index, got {member!r}") from None
+
+
+def _read_pool_data(source: str, depth: int = 0) -> tuple[dict[str, Any], str]:
+    """Parses a pool file; a ``[family]`` table may ``extends`` another pool's family and override keys."""
+    if depth > 8:
+        raise PoolError(f"pool {source!r}: family.extends goes more than 8 files deep (a cycle?)")
+    text, name = _read_pool_text(source)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise PoolError(f"pool {source!r} is not valid TOML: {error}") from error
+    family = data.get("family")
+    if isinstance(family, Mapping) and "extends" in family:
+        parent, _ = _read_pool_data(str(family["extends"]), depth + 1)
+        if not isinstance(parent.get("family"), Mapping):
+            raise PoolError(f"pool {source!r}: family.extends names {family['extends']!r}, which has no [family] table")
+        data["family"] = {**parent["family"], **{k: v for k, v in family.items() if k != "extends"}}
+    return data, name
