@@ -216,6 +216,17 @@ class ConductorEnv(gym.Env[dict, str]):
             raise IndexError(f"problem_index {index} is out of range: split {split!r} of {self.suite.name!r} has problems 0 to {count - 1}")
         return index
 
+    @property
+    def episode_pool(self) -> WorkerPoolLike:
+        """The pool the current episode plays: :attr:`pool`, or the draw of a generated pool.
+
+        Raises:
+            RuntimeError: Before the first :meth:`reset`.
+        """
+        if self._episode is None:
+            raise RuntimeError("call reset() first: the episode's pool is drawn at reset")
+        return self._episode.pool
+
     def worker_map(self) -> dict[int, str]:
         """Returns shown id -> pool worker name for the current episode (for analysis only)."""
         assert self._episode is not None

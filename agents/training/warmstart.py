@@ -115,13 +115,13 @@ def warm_start_rows(
     shape_set = WARM_START_SHAPES[shapes] if shapes is not None else None
     env = factory.local()
     problems = spread_evenly(env.problems, limit)
-    pool_names = [spec.name for spec in env.pool.specs]
     groups = []
     for i, problem in enumerate(problems):
         group = []
         for order in range(id_orders):
             # Order 0 keeps the seeds of a single-order warm start, so its first episodes do not change.
             observation, info = env.reset(seed=seed + i + order * len(problems), options={"problem_id": problem.id})
+            pool_names = [spec.name for spec in env.episode_pool.specs]  # a generated pool draws its own per episode
             shown = {name: worker_id for worker_id, name in info["worker_map"].items() if name != "conductor"}
             messages = chat_messages(observation, prompt_builder)
             for _shape, names, target in _targets(observation, shown, pool_names, subtask, shape_set, plan_order):

@@ -23,7 +23,7 @@ _DESCRIPTION = (
     "NOT the paper's model, data or workers (the local Gemma 3 270M on Conductor-RG-v0 with simulated workers); cpu "
     "(picked otherwise) trains the local Gemma 3 270M to route with one simulated expert per domain in minutes on "
     "2 cores; paper is the paper's whole setup (needs a CUDA GPU, vLLM, the model and the pool's API keys); "
-    "orchestrate and orchestrate-judge train on pools where the best workflow differs per domain. A recipe is a "
+    "orchestrate and orchestrate-judge train on pools where the best workflow differs per domain; generated draws a new pool per episode. A recipe is a "
     "TOML file (conductor_env/recipes/, docs/TRAINING.md); --recipe also takes your own. Any flag overrides the "
     "recipe's value; the help shows the gpu and cpu values."
 )
