@@ -11,12 +11,12 @@ import sys
 from types import ModuleType
 from typing import Sequence
 
-from conductor_env.cli import demo, models, report, routers, sandbox, serve, train
+from conductor_env.cli import demo, models, report, routers, sandbox, serve, train, unseen
 from conductor_env.cli import eval as evaluate
 from conductor_env.cli.common import UsageError
 
 #: Command modules, in the order ``--help`` lists their commands.
-COMMANDS: tuple[ModuleType, ...] = (evaluate, report, demo, sandbox, models, train, routers, serve)
+COMMANDS: tuple[ModuleType, ...] = (evaluate, report, demo, sandbox, models, train, routers, serve, unseen)
 
 __all__ = ["COMMANDS", "UsageError", "build_parser", "main"]
 
