@@ -35,6 +35,10 @@ WARM_START_SHAPES: dict[str, tuple[Shape, ...]] = {
     "orchestrate-cheap-judge": _ORCHESTRATE_SHAPES + (_ORCHESTRATE_SHAPES[3],) * 2,
 }
 
+#: Every ``shapes`` value of the warm start: a named set, or ``oracle`` (the best workflow of the
+#: shown simulated workers, one target per prompt; :mod:`conductor_env.agents.training.oracle_targets`).
+WARM_START_TARGETS: tuple[str, ...] = (*WARM_START_SHAPES, "oracle")
+
 
 def shape_label(shape: Shape) -> str:
     """Names a shape by its structure: ``single`` (one step), ``verify`` (an attempt, then a step

@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 from conductor_env.agents.prompts import PROMPTS
 from conductor_env.agents.training.data import check_domain_weights
-from conductor_env.agents.workflow_shapes import PLAN_ORDERS, WARM_START_SHAPES
+from conductor_env.agents.workflow_shapes import PLAN_ORDERS, WARM_START_TARGETS
 from conductor_env.envs.setup import EnvSetup
 from conductor_env.templates import load_template
 
@@ -119,7 +119,10 @@ class WarmStartSettings:
     lr: float = field(default=1e-3, metadata=_help("learning rate of the warm start"))
     subtask: str | None = field(default=None, metadata=_help("the targets' one instruction (none: the warm start's default)"))
     preamble: bool = field(default=False, metadata=_help("targets start with 'Domain: <domain>.'"))
-    shapes: str | None = field(default=None, metadata=_help("targets of a named set of workflow shapes instead of one call to each worker", choices=sorted(WARM_START_SHAPES)))
+    shapes: str | None = field(
+        default=None,
+        metadata=_help("targets of a named set of workflow shapes instead of one call to each worker; oracle: the best workflow of the shown simulated workers", choices=sorted(WARM_START_TARGETS)),
+    )
     plan: bool = field(default=False, metadata=_help("targets name their workers ('Plan: name=id, ...') before the lists"))
     plan_order: str = field(default="steps", metadata=_help("the plan names the workers in step order, or the answering worker first", choices=list(PLAN_ORDERS)))
     all_layers: bool = field(default=False, metadata=_help("the warm start adapts every layer, whatever lora_top_layers says"))
@@ -334,8 +337,8 @@ def _check_warm_start(warm: WarmStartSettings) -> None:
         raise RecipeError("a warm start needs at least 1 step (leave the warm_start section out, or pass --format-warmup-steps 0, for none)")
     if warm.plan_order not in PLAN_ORDERS:
         raise RecipeError(f"unknown warm-start plan_order {warm.plan_order!r}; use one of {list(PLAN_ORDERS)}")
-    if warm.shapes is not None and warm.shapes not in WARM_START_SHAPES:
-        raise RecipeError(f"unknown warm-start shapes {warm.shapes!r}; use one of {sorted(WARM_START_SHAPES)}")
+    if warm.shapes is not None and warm.shapes not in WARM_START_TARGETS:
+        raise RecipeError(f"unknown warm-start shapes {warm.shapes!r}; use one of {sorted(WARM_START_TARGETS)}")
     if warm.id_orders < 1:
         raise RecipeError(f"warm-start id_orders must be at least 1, got {warm.id_orders}")
 

@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 from conductor_env.agents.baselines import build_workflow, worker_ids
 from conductor_env.agents.prompts import PromptBuilder, chat_messages, full_prompt
 from conductor_env.agents.training.model import load_tokenizer, lora_config
+from conductor_env.agents.training.oracle_targets import ORACLE_TARGETS, oracle_target
 from conductor_env.agents.training.reward import EnvFactory
 from conductor_env.agents.workflow_shapes import PLAN_ORDERS, WARM_START_SHAPES, Shape, plan_text, shape_label
 from conductor_env.rows import spread_evenly
@@ -93,7 +94,10 @@ def warm_start_rows(
         preamble: Maps the episode's reset ``info`` to a line of reasoning written before the
             lists (e.g. naming the task's domain), which the format allows; ``None``: lists only.
         shapes: A key of :data:`WARM_START_SHAPES` (targets of several shapes instead of one
-            single-step workflow per worker); ``None``: one single-step workflow per worker.
+            single-step workflow per worker), ``"oracle"`` (one target per prompt: the best
+            workflow of the shown workers, from the closed form of a simulated pool; see
+            :mod:`~conductor_env.agents.training.oracle_targets`); ``None``: one single-step
+            workflow per worker.
         plan: Write ``Plan: <name>=<shown id>, ...`` (the steps' workers in order) before the
             lists, after the preamble on its line: the choice is then made in worker names, which
             mean the same in every sub-pool, each followed by its id as the ``roster`` prompt
@@ -110,9 +114,9 @@ def warm_start_rows(
         raise ValueError(f"id_orders must be at least 1, got {id_orders}")
     if plan_order not in PLAN_ORDERS:
         raise ValueError(f"unknown plan order {plan_order!r}; use one of {list(PLAN_ORDERS)}")
-    if shapes is not None and shapes not in WARM_START_SHAPES:
-        raise ValueError(f"unknown warm-start shapes {shapes!r}; use one of {sorted(WARM_START_SHAPES)}")
-    shape_set = WARM_START_SHAPES[shapes] if shapes is not None else None
+    if shapes is not None and shapes not in WARM_START_SHAPES and shapes != ORACLE_TARGETS:
+        raise ValueError(f"unknown warm-start shapes {shapes!r}; use one of {sorted([*WARM_START_SHAPES, ORACLE_TARGETS])}")
+    shape_set = WARM_START_SHAPES[shapes] if shapes in WARM_START_SHAPES else None
     env = factory.local()
     problems = spread_evenly(env.problems, limit)
     groups = []
@@ -124,9 +128,14 @@ def warm_start_rows(
             pool_names = [spec.name for spec in env.episode_pool.specs]  # a generated pool draws its own per episode
             shown = {name: worker_id for worker_id, name in info["worker_map"].items() if name != "conductor"}
             messages = chat_messages(observation, prompt_builder)
-            for _shape, names, target in _targets(observation, shown, pool_names, subtask, shape_set, plan_order):
+            if shapes == ORACLE_TARGETS:
+                shape, workers, ids, workflow = oracle_target(env, info["domain"], subtask)
+                targets = [(shape_label(shape), plan_text(shape, workers, ids, plan_order), workflow)]
+            else:
+                targets = _targets(observation, shown, pool_names, subtask, shape_set, plan_order)
+            for _shape, plan_line, target in targets:
                 lead = [preamble(info)] if preamble is not None else []
-                lead += [f"Plan: {names}."] if plan else []
+                lead += [f"Plan: {plan_line}."] if plan else []
                 group.append((messages, "".join(f"{line} " for line in lead).rstrip() + ("\n" if lead else "") + target))
         groups.append(group)
     return groups

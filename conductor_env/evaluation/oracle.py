@@ -24,7 +24,6 @@ figures measured with it.
 from __future__ import annotations
 
 import importlib.resources
-import itertools
 import json
 from collections import defaultdict
 from functools import lru_cache
@@ -32,93 +31,27 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from conductor_env.tasks.suites.procedural import DATASET_DOMAINS
+from conductor_env.workers.closed_form import Plan, all_plans, chance_last_correct, expected_reward, p_correct, ranked_plans, shape_of, worker_rows
 from conductor_env.workers.pool import load_pool
-from conductor_env.workers.simulated import success_probability
+
+__all__ = ["DOMAINS", "POOL", "Plan", "all_plans", "chance_last_correct", "expected_reward", "oracle_report", "p_correct", "shape_of", "shown_oracle", "worker_table"]
 
 #: The three-worker ``orchestra`` pool shipped with the package (its file path).
 POOL = str(importlib.resources.files("conductor_env.pools") / "orchestra.toml")
 #: The domains of the orchestrate recipes' questions.
 DOMAINS = ("math", "language", "reasoning")
 
-#: A workflow as the oracle sees it: per step, (worker index, reads every earlier step).
-Plan = tuple[tuple[int, bool], ...]
-
 
 def worker_table(pool: str = POOL) -> list[dict[str, Any]]:
     """Returns each worker's ``name``, ``skill``, ``judge`` and per-call ``price``.
 
     Args:
-        pool: A simulated pool: a preset name or a ``.toml`` path.
+        pool: A simulated pool: a preset name, a ``.toml`` path or a family's draw (``generated-heldout#3``).
 
     Raises:
         ValueError: When a worker is not simulated or has token prices.
     """
-    table = []
-    for spec in load_pool(pool).specs:
-        if spec.backend != "simulated":
-            raise ValueError(f"worker {spec.name!r} is not simulated; the oracle needs declared skills")
-        if spec.price_in_per_m or spec.price_out_per_m:
-            raise ValueError(f"worker {spec.name!r} has token prices; the closed form needs price_per_call only")
-        options = spec.options
-        table.append({"name": spec.name, "skill": options.get("skill", 0.5), "judge": options.get("judge"), "price": float(options.get("price_per_call", 0.0))})
-    return table
-
-
-def chance_last_correct(steps: Sequence[tuple[dict[str, Any], Sequence[int]]], domain: str) -> float:
-    """Returns the exact chance that the last of ``steps`` answers correctly.
-
-    Args:
-        steps: Per step, its worker's row of :func:`worker_table` and the indices of the earlier
-            steps it reads (any subset, not only none or all).
-        domain: The problem's domain (selects each worker's skill and judge).
-
-    Returns:
-        The sum, over the 2^n joint outcomes of the steps, of the chance of each outcome whose last
-        step is correct. A step reads a correct answer when any step it reads answered correctly.
-    """
-    total = 0.0
-    for outcome in itertools.product((True, False), repeat=len(steps)):
-        weight = 1.0
-        for (worker, reads), correct in zip(steps, outcome):
-            p = success_probability(worker["skill"], worker["judge"], domain, reads_correct=any(outcome[j] for j in reads))
-            weight *= p if correct else 1.0 - p
-        if outcome[-1]:
-            total += weight
-    return total
-
-
-def p_correct(plan: Plan, workers: Sequence[dict[str, Any]], domain: str) -> float:
-    """Returns the exact chance that the plan's last step is correct."""
-    return chance_last_correct([(workers[worker], range(i) if reads_all else ()) for i, (worker, reads_all) in enumerate(plan)], domain)
-
-
-def expected_reward(plan: Plan, workers: Sequence[dict[str, Any]], domain: str, price_weight: float = 1.0) -> float:
-    """Returns E[reward] of a plan under ``cost_aware`` (0.5 wrong / 1 right, minus price_weight x USD)."""
-    cost = sum(workers[w]["price"] for w, _ in plan)
-    return 0.5 + 0.5 * p_correct(plan, workers, domain) - price_weight * cost
-
-
-def shape_of(plan: Plan) -> str:
-    """Names a plan's shape: ``single``, ``solve-verify``, ``k-attempts+judge``, ``chain-n`` or ``other``."""
-    n = len(plan)
-    reads = [r for _, r in plan]
-    if n == 1:
-        return "single"
-    if n == 2 and reads[1]:
-        return "solve-verify"
-    if reads[-1] and not any(reads[1:-1]):
-        return f"{n - 1}-attempts+judge"
-    if all(reads[1:]):
-        return f"chain-{n}"
-    return "other"
-
-
-def all_plans(num_workers: int, max_steps: int) -> Iterable[Plan]:
-    """Yields every binary-access plan of up to ``max_steps`` steps (step 0 reads nothing)."""
-    for n in range(1, max_steps + 1):
-        for workers in itertools.product(range(num_workers), repeat=n):
-            for reads in itertools.product((False, True), repeat=n - 1):
-                yield tuple(zip(workers, (False, *reads)))
+    return worker_rows(load_pool(pool).specs)
 
 
 def render(plan: Plan, workers: Sequence[dict[str, Any]]) -> str:
@@ -149,9 +82,8 @@ def baseline_plans(num_workers: int, max_steps: int = 5) -> dict[str, Plan]:
     return {name: plan for name, plan in plans.items() if len(plan) <= max_steps}
 
 
-def _domain_report(domain: str, plans: Sequence[Plan], workers: Sequence[dict[str, Any]], baselines: dict[str, Plan], price_weight: float) -> dict[str, Any]:
-    # Ties go to the shorter plan with fewer reads (the same chance at no extra price).
-    scored = sorted(((expected_reward(p, workers, domain, price_weight), p) for p in plans), key=lambda x: (-round(x[0], 9), len(x[1]), sum(r for _, r in x[1])))
+def _domain_report(domain: str, max_steps: int, workers: Sequence[dict[str, Any]], baselines: dict[str, Plan], price_weight: float) -> dict[str, Any]:
+    scored = ranked_plans(workers, domain, max_steps, price_weight)
     best_by_shape: dict[str, Any] = {}
     for value, plan in scored:
         best_by_shape.setdefault(shape_of(plan), {"reward": round(value, 4), "plan": render(plan, workers), "steps": len(plan)})
@@ -178,9 +110,8 @@ def oracle_report(pool: str = POOL, max_steps: int = 3, price_weight: float = 1.
         routing (the best single call per domain, ``routing_oracle``) and of each baseline.
     """
     workers = worker_table(pool)
-    plans = list(all_plans(len(workers), max_steps))
     baselines = baseline_plans(len(workers), max_steps)
-    domains = {domain: _domain_report(domain, plans, workers, baselines, price_weight) for domain in DOMAINS}
+    domains = {domain: _domain_report(domain, max_steps, workers, baselines, price_weight) for domain in DOMAINS}
 
     def mean(values: Iterable[float]) -> float:
         return round(sum(values) / len(DOMAINS), 4)
