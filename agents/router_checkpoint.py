@@ -5,7 +5,11 @@
 the arrays' worker axis), ``shown_names`` (what an observation's ``worker_names`` calls each of
 them: the model, else the pool name), ``descriptions``, ``price_weight`` (the default λ),
 ``target`` (``score`` or ``reward``: what the arrays predict), the ``encoder`` (name, embedding
-size, token limit), the kind's ``params`` and ``trained_on`` (the table's provenance).
+size, token limit), the kind's ``params``, ``trained_on`` (the table's provenance) and
+``worker_key`` (``name``: the arrays' worker axis is ``workers``, and a pool must have exactly those
+workers; ``description``: the router scores any worker from the embedding of its description, and
+``workers`` only lists the training workers, as ``pool/name``). A ``router.json`` without
+``worker_key`` is keyed by name.
 ``weights.safetensors`` holds named float32 arrays; which names and shapes a kind needs is
 checked by that kind's router when it loads.
 """
@@ -30,6 +34,8 @@ FORMAT = "conductor-env-router"
 VERSION = 1
 #: What the arrays of a router may predict per worker.
 TARGETS = ("score", "reward")
+#: How a router knows a worker: by its pool name, or by the sentence embedding of its description.
+WORKER_KEYS = ("name", "description")
 
 
 class CheckpointError(ValueError):
@@ -55,6 +61,7 @@ class RouterCheckpoint:
         encoder_dim: Its embedding size.
         max_length: Its token limit.
         trained_on: Where the training table came from (env, pool, split, rows, ...).
+        worker_key: ``name`` (the arrays' worker axis is ``workers``) or ``description`` (any worker, scored from its description's embedding).
     """
 
     kind: str
@@ -69,6 +76,7 @@ class RouterCheckpoint:
     encoder_dim: int = 384
     max_length: int = DEFAULT_MAX_LENGTH
     trained_on: Mapping[str, Any] = field(default_factory=dict)
+    worker_key: str = "name"
 
     def __post_init__(self) -> None:
         if not self.shown_names:
@@ -129,6 +137,7 @@ class RouterCheckpoint:
                 encoder_dim=encoder.get("dim", 384),
                 max_length=encoder.get("max_length", DEFAULT_MAX_LENGTH),
                 trained_on=dict(config.get("trained_on") or {}),
+                worker_key=config.get("worker_key", "name"),
             )
         except (CheckpointError, TypeError, ValueError) as error:
             raise CheckpointError(f"{where}: {str(error).removeprefix('router checkpoint: ')}") from None
@@ -181,6 +190,8 @@ def _problem(checkpoint: RouterCheckpoint) -> str | None:
         return "shown_names and descriptions must name each worker once"
     if isinstance(c.price_weight, bool) or not isinstance(c.price_weight, (int, float)) or not math.isfinite(c.price_weight) or c.price_weight < 0:
         return f"price_weight must be a finite number >= 0, got {c.price_weight!r}"
+    if not isinstance(c.worker_key, str) or c.worker_key not in WORKER_KEYS:
+        return f"worker_key must be one of {WORKER_KEYS} (how the router knows a worker), got {c.worker_key!r}"
     if c.target not in TARGETS:
         return f"target must be one of {TARGETS}, got {c.target!r}"
     if not isinstance(c.encoder, str) or not c.encoder or not _positive_int(c.encoder_dim) or not _positive_int(c.max_length):

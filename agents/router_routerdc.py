@@ -14,6 +14,13 @@ best), the cost each worker's mean training cost.
 Arrays: ``w1`` ``(D, H)``, ``b1`` ``(H,)``, ``w2`` ``(H, D)``, ``b2`` ``(D,)``, ``workers`` ``(W, D)``
 (the worker embeddings) and ``mean_cost`` ``(W,)``. Params: ``temperature`` and the training
 settings. docs/ROUTERS.md lists where this differs from the released code.
+
+Keyed by description (``worker_key = "description"``), a worker's embedding is not a free vector
+per name but a learned projection of its description's embedding, ``k = d + relu(d V1 + c1) V2 +
+c2`` (the same residual form as the question head), so an unseen worker gets one; the softmax runs
+over the episode's shown workers, and a worker's cost is a ridge regression on its description's
+embedding fitted to the training workers' mean costs. Arrays: the head's four, ``v1`` ``(D, H)``,
+``c1`` ``(H,)``, ``v2`` ``(H, D)``, ``c2`` ``(D,)``, ``cost_w`` ``(D,)`` and ``cost_b`` ``(1,)``.
 """
 
 from __future__ import annotations
@@ -45,17 +52,23 @@ class RouterDCRouter(ScoreRouter):
     """The RouterDC router (see the module docstring; options as :class:`~conductor_env.agents.routers.Router`)."""
 
     kind = "routerdc"
+    describes = True
 
     def __init__(self, checkpoint: RouterCheckpoint, **options: Any) -> None:
         super().__init__(checkpoint, **options)
-        require_arrays(checkpoint, {"w1": ("D", "H"), "b1": ("H",), "w2": ("H", "D"), "b2": ("D",), "workers": ("W", "D"), "mean_cost": ("W",)})
+        if self.by_description:
+            shapes = {"w1": ("D", "H"), "b1": ("H",), "w2": ("H", "D"), "b2": ("D",), "v1": ("D", "G"), "c1": ("G",), "v2": ("G", "D"), "c2": ("D",), "cost_w": ("D",), "cost_b": (1,)}
+            require_arrays(checkpoint, shapes)
+            self._projection = tuple(checkpoint.arrays[name] for name in ("v1", "c1", "v2", "c2"))
+        else:
+            require_arrays(checkpoint, {"w1": ("D", "H"), "b1": ("H",), "w2": ("H", "D"), "b2": ("D",), "workers": ("W", "D"), "mean_cost": ("W",)})
+            self._workers = checkpoint.arrays["workers"]
+            self._mean_cost = checkpoint.arrays["mean_cost"]
         temperature = checkpoint.params.get("temperature", DEFAULT_TEMPERATURE)
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not math.isfinite(temperature) or temperature <= 0:
             raise CheckpointError(f"routerdc router: temperature must be a finite number > 0, got {temperature!r}")
         self.temperature = float(temperature)
         self._head = tuple(checkpoint.arrays[name] for name in ("w1", "b1", "w2", "b2"))
-        self._workers = checkpoint.arrays["workers"]
-        self._mean_cost = checkpoint.arrays["mean_cost"]
 
     def scores(self, embeddings: np.ndarray) -> np.ndarray:
         """Returns ``cos(h(e), k_w) / t`` per question and worker, ``(N, W)``."""
@@ -67,3 +80,11 @@ class RouterDCRouter(ScoreRouter):
         exp = np.exp(scores - scores.max(axis=1, keepdims=True))
         target = exp / exp.sum(axis=1, keepdims=True)
         return target, np.broadcast_to(self._mean_cost, target.shape)
+
+    def predict_described(self, question: np.ndarray, workers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """See :meth:`ScoreRouter.predict_described`: the softmax over the shown workers' projected
+        descriptions, and each one's cost from the ridge regression."""
+        scores = cosine(head(question[None, :], *self._head), head(workers, *self._projection))[0] / self.temperature
+        exp = np.exp(scores - scores.max())
+        cost = workers @ self.checkpoint.arrays["cost_w"] + self.checkpoint.arrays["cost_b"][0]
+        return exp / exp.sum(), cost

@@ -18,7 +18,10 @@ line in :data:`ROUTER_KINDS` (``"module:Class"``, imported only when a spec name
 Workers are matched by name: through the observation's ``worker_names`` when the env shows
 names, else through the pool (the ``pool`` option: the whole pool in its order), else by position
 when the episode shows exactly as many workers as the router knows. A checkpoint trained on
-other workers than the pool's is refused when the router is built.
+other workers than the pool's is refused when the router is built. A checkpoint keyed by
+description (``worker_key = "description"``, :mod:`~conductor_env.agents.router_described`)
+knows no names: it scores every shown worker from its description's embedding, on any pool whose
+workers have descriptions (kinds with :attr:`ScoreRouter.describes`).
 
 Routers are deterministic: a question is embedded alone (never padded beside other questions),
 so an episode gets the same workflow at any ``--concurrency``, on Ray and in a rerun.
@@ -38,6 +41,7 @@ import numpy as np
 from conductor_env.agents.base import Observation, Policy
 from conductor_env.agents.baselines import single_workflow, worker_ids
 from conductor_env.agents.router_checkpoint import CheckpointError, RouterCheckpoint
+from conductor_env.agents.router_described import DescriptionError, check_pool_descriptions, shown_descriptions
 from conductor_env.agents.router_encoder import SentenceEncoder, shared_encoder
 from conductor_env.workflow import Workflow
 
@@ -81,10 +85,14 @@ class Router(Policy):
 
     #: The checkpoint kind this class reads (``router:<kind>:...``).
     kind: ClassVar[str] = ""
+    #: Whether the kind plays checkpoints keyed by description (``worker_key = "description"``).
+    describes: ClassVar[bool] = False
 
     def __init__(self, checkpoint: RouterCheckpoint, *, name: str | None = None, price_weight: float | None = None, pool: Any = None, encoder: SentenceEncoder | None = None) -> None:
         if checkpoint.kind != self.kind:
             raise CheckpointError(f"the checkpoint is a {checkpoint.kind!r} router, not {self.kind!r} (use router:{checkpoint.kind}:FOLDER)")
+        if checkpoint.worker_key == "description" and not self.describes:
+            raise CheckpointError(f"the {self.kind} router has no description-keyed mode, but the checkpoint says worker_key 'description'")
         weight = checkpoint.price_weight if price_weight is None else price_weight
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
             raise ValueError(f"price_weight must be a finite number >= 0, got {price_weight!r}")
@@ -93,8 +101,18 @@ class Router(Policy):
         self.name = name or f"router:{self.kind}:memory"
         self._encoder = encoder
         self._pool_names: tuple[str, ...] | None = None
-        if pool is not None:
+        if pool is not None and self.by_description:
+            try:
+                check_pool_descriptions(pool if hasattr(pool, "specs") else _load_pool(pool))
+            except DescriptionError as error:
+                raise CheckpointError(f"{self.name}: {error}") from None
+        elif pool is not None:
             self._pool_names = self._check_pool(*pool_names(pool))
+
+    @property
+    def by_description(self) -> bool:
+        """Whether the router knows workers by their descriptions (not by name)."""
+        return self.checkpoint.worker_key == "description"
 
     def _check_pool(self, names: tuple[str, ...], shown: tuple[str, ...]) -> tuple[str, ...]:
         trained = set(self.checkpoint.workers)
@@ -133,6 +151,8 @@ class Router(Policy):
             RouterError: When no shown worker is known, or names are hidden and the episode shows
                 another number of workers than the router knows.
         """
+        if self.by_description:
+            return [(position, shown_id) for position, (shown_id, _) in enumerate(self.described(observation))]
         shown = worker_ids(observation)
         names = [str(n) for n in (observation.get("worker_names") or ())]
         known = self.checkpoint.workers
@@ -149,6 +169,17 @@ class Router(Policy):
         order = self._pool_names or known
         index = {n: k for k, n in enumerate(known)}
         return [(index[order[i]], i) for i in shown]
+
+    def described(self, observation: Observation) -> list[tuple[int, str]]:
+        """Returns ``(shown id, description)`` per shown worker (description-keyed routers).
+
+        Raises:
+            RouterError: When a shown worker's description cannot be read or is empty.
+        """
+        try:
+            return shown_descriptions(observation)
+        except DescriptionError as error:
+            raise RouterError(f"{self.name}: {error}") from None
 
     @abc.abstractmethod
     def route(self, observations: Sequence[Observation]) -> list[Workflow | str]:
@@ -197,6 +228,18 @@ class ScoreRouter(Router):
             worker order.
         """
 
+    def predict_described(self, question: np.ndarray, workers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Predicts for one question and workers known by description (kinds with :attr:`describes`).
+
+        Args:
+            question: ``(D,)`` the question's unit embedding.
+            workers: ``(K, D)`` the unit embeddings of the shown workers' descriptions.
+
+        Returns:
+            The predicted target and USD cost, each ``(K,)``.
+        """
+        raise CheckpointError(f"the {self.kind} router has no description-keyed mode")
+
     def utilities(self, observations: Sequence[Observation]) -> np.ndarray:
         """Returns ``target - λ * cost`` per observation and checkpoint worker, ``(N, W)``."""
         target, cost = self.predict(self.embed(observations))
@@ -206,12 +249,25 @@ class ScoreRouter(Router):
         """Returns the shown id each observation is routed to (ties: the first worker of the checkpoint)."""
         if not observations:
             return []
+        if self.by_description:
+            return self._choose_described(observations)
         utility = self.utilities(observations)
         picks = []
         for row, observation in zip(utility, observations):
             pairs = self.candidates(observation)
             best = max(pairs, key=lambda pair: (row[pair[0]], -pair[0]))
             picks.append(best[1])
+        return picks
+
+    def _choose_described(self, observations: Sequence[Observation]) -> list[int]:
+        """Scores each shown worker from its description; ties go to the lowest shown id."""
+        picks = []
+        for question, observation in zip(self.embed(observations), observations):
+            shown = self.described(observation)
+            descriptions = self.encoder.encode([text for _, text in shown], batch_size=1)
+            target, cost = self.predict_described(question, descriptions)
+            utility = np.asarray(target, dtype=np.float64) - self.price_weight * np.asarray(cost, dtype=np.float64)
+            picks.append(shown[int(np.argmax(utility))][0])
         return picks
 
     def route(self, observations: Sequence[Observation]) -> list[Workflow | str]:
@@ -227,6 +283,12 @@ ROUTER_KINDS: dict[str, str] = {
     "routerdc": "conductor_env.agents.router_routerdc:RouterDCRouter",
     "smoothie": "conductor_env.agents.router_smoothie:SmoothieRouter",
 }
+
+
+def _load_pool(name: str) -> Any:
+    from conductor_env.workers.pool import load_pool
+
+    return load_pool(name)
 
 
 def router_class(kind: str) -> type[Router]:

@@ -5,6 +5,10 @@
 routers train on (``OUT/router_data.jsonl`` and its sidecar ``OUT/router_data.json``; format in
 :mod:`conductor_env.agents.training.routers.table` and docs/ROUTERS.md). ``train router`` fits a
 router kind on such a table and saves the folder ``--policy router:<kind>:<folder>`` plays.
+With ``--pools N`` (a pool family such as ``generated``), ``routers data`` plays every worker of
+each of the family's fixed draws ``<pool>#0`` .. ``<pool>#N-1`` (each into ``OUT/eval/<pool>#k``,
+resumable) and writes one table whose rows carry their draw (``pool``) and their workers'
+``descriptions``: what ``train router --workers description`` fits.
 """
 
 from __future__ import annotations
@@ -41,6 +45,13 @@ def register(subparsers: Any) -> None:
     data.add_argument("--out", required=True, metavar="DIR", help="output folder; rerunning with the same DIR resumes")
     data.add_argument("--split", default="train", help="problem split (default: train)")
     data.add_argument("--n", type=int, default=200, metavar="N", help="problems (default 200)")
+    data.add_argument(
+        "--pools",
+        type=int,
+        default=None,
+        metavar="K",
+        help="play the fixed draws POOL#0..POOL#K-1 of a pool family (e.g. --pool generated) into one table whose rows carry each draw's worker descriptions",
+    )
     data.add_argument("--samples", type=int, default=1, metavar="K", help="episodes per problem and worker, averaged in the table (default 1)")
     data.add_argument("--seed", type=int, default=0, metavar="S", help="base seed (default 0)")
     data.add_argument("--concurrency", type=int, default=32, metavar="C", help="episodes in flight at once (default 32)")
@@ -77,66 +88,57 @@ def run_routers_data_command(args: argparse.Namespace) -> int:
         retry_errors=args.retry_errors,
         ray=args.ray,
         ray_workers=args.ray_workers,
+        pools=args.pools,
     )
-    print(f"next: conductor-env train router --kind knn --data {path} --out ROUTER_DIR")
+    keyed = " --workers description" if args.pools is not None else ""
+    print(f"next: conductor-env train router --kind knn{keyed} --data {path} --out ROUTER_DIR")
     return 0
 
 
-def routers_data(*, env_id: str, pool: str, out: str, split: str = "train", n: int = 200, env_options: dict[str, Any] | None = None, console: Console | None = None, **eval_args: Any) -> str:
+def routers_data(
+    *, env_id: str, pool: str, out: str, split: str = "train", n: int = 200, env_options: dict[str, Any] | None = None, console: Console | None = None, pools: int | None = None, **eval_args: Any
+) -> str:
     """Plays every worker alone and writes the router-data table; returns the table's path.
 
     Args:
         env_id: The gym id.
-        pool: A pool preset or ``.toml`` file.
+        pool: A pool preset or ``.toml`` file; with ``pools``, a pool family (``generated``).
         out: The output folder (``eval/`` inside it holds the episodes).
         split: The problem split.
         n: Problems.
         env_options: Env options (``subpool_size`` is refused: every episode must show the whole pool).
         console: Where to print.
+        pools: Play the family's fixed draws ``<pool>#0`` .. ``<pool>#pools-1`` (``None``: the one pool).
         **eval_args: The other arguments of :func:`conductor_env.cli.eval.run_eval` (``samples``,
             ``seed``, ``concurrency``, ``sandbox``, ``suite_options``, ``retry_errors``, ``ray``, ``ray_workers``).
 
     Raises:
         UsageError: For a bad argument.
     """
-    from conductor_env.agents.training.routers.table import rows_from_records, write_table
-    from conductor_env.cli.eval import run_eval
-    from conductor_env.evaluation.setup import EvalConfigError, build_pool
+    from conductor_env.agents.training.routers.table import write_table
 
     env_options = dict(env_options or {})
     if env_options.get("subpool_size") is not None:
         raise UsageError("routers data plays each worker of the whole pool; drop --env-option subpool_size")
-    try:
-        worker_pool = build_pool(pool)
-    except EvalConfigError as error:
-        raise UsageError(str(error)) from error
-    specs = worker_pool.specs
+    if pools is not None and (isinstance(pools, bool) or pools < 1 or "#" in pool):
+        raise UsageError(f"--pools must be at least 1 and --pool a pool family without #k (e.g. --pool generated), got --pool {pool} --pools {pools}")
     console = console or Console(stderr=True)
     started = time.perf_counter()
-    result, _ = run_eval(
-        env_id=env_id,
-        policy_specs=[f"single:{i}" for i in range(len(specs))],
-        pool=pool,
-        n=n,
-        out=os.path.join(out, EVAL_FOLDER),
-        split=split,
-        env_options=env_options,
-        show_table=False,
-        console=console,
-        **eval_args,
-    )
-    workers = [s.name for s in specs]
-    rows, notes = rows_from_records(result.records, workers, split=split)
-    for note in notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
+    names = [pool] if pools is None else [f"{pool}#{k}" for k in range(pools)]
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        folder = os.path.join(out, EVAL_FOLDER) if pools is None else os.path.join(out, EVAL_FOLDER, name)
+        worker_pool, found = _play_pool(env_id, name, folder, split=split, n=n, env_options=env_options, console=console, eval_args=eval_args)
+        if pools is not None:
+            descriptions = {s.name: s.description for s in worker_pool.specs}
+            found = [{**row, "pool": name, "descriptions": descriptions} for row in found]
+        rows.extend(found)
     if not rows:
         raise UsageError(f"no question has a scored episode of every worker in {os.path.join(out, EVAL_FOLDER)}; rerun with --retry-errors")
+    specs = worker_pool.specs
     meta = {
-        "workers": workers,
-        "shown_names": [s.model or s.name for s in specs],
-        "descriptions": [s.description for s in specs],
         "env_id": env_id,
-        "pool": worker_pool.name,
+        "pool": worker_pool.name if pools is None else pool,
         "split": split,
         "seed": eval_args.get("seed", 0),
         "samples": eval_args.get("samples", 1),
@@ -144,9 +146,36 @@ def routers_data(*, env_id: str, pool: str, out: str, split: str = "train", n: i
         "env_options": env_options,
         "eval_dir": EVAL_FOLDER,
     }
+    if pools is None:
+        meta.update({"workers": [s.name for s in specs], "shown_names": [s.model or s.name for s in specs], "descriptions": [s.description for s in specs]})
+    else:
+        meta["pools"] = names
     path = write_table(out, rows, meta)
-    console.print(f"router data: {len(rows)} questions x {len(workers)} workers in {time.perf_counter() - started:.1f} s -> {path} ({path.stat().st_size} bytes)", highlight=False, markup=False)
+    size = f"{len(specs)} workers" if pools is None else f"the workers of {len(names)} pools"
+    console.print(f"router data: {len(rows)} rows x {size} in {time.perf_counter() - started:.1f} s -> {path} ({path.stat().st_size} bytes)", highlight=False, markup=False)
     return str(path)
+
+
+def _play_pool(env_id: str, pool: str, folder: str, *, split: str, n: int, env_options: dict[str, Any], console: Console, eval_args: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
+    """Plays ``single:<i>`` for every worker of one pool into ``folder``; returns the pool and its table rows."""
+    from conductor_env.agents.training.routers.table import rows_from_records
+    from conductor_env.cli.eval import run_eval
+    from conductor_env.evaluation.setup import EvalConfigError, build_pool
+
+    try:
+        worker_pool = build_pool(pool)
+    except EvalConfigError as error:
+        raise UsageError(str(error)) from error
+    if getattr(worker_pool, "family", None) is not None:
+        raise UsageError(f"{pool} is a pool family (a new pool every episode): give --pools K to play its fixed draws {pool}#0..#K-1")
+    specs = worker_pool.specs
+    result, _ = run_eval(
+        env_id=env_id, policy_specs=[f"single:{i}" for i in range(len(specs))], pool=pool, n=n, out=folder, split=split, env_options=env_options, show_table=False, console=console, **eval_args
+    )
+    rows, notes = rows_from_records(result.records, [s.name for s in specs], split=split)
+    for note in notes:
+        console.print(f"note: {note}" + (f" ({pool})" if "#" in pool else ""), highlight=False, markup=False)
+    return worker_pool, rows
 
 
 def register_train_router(kinds: Any) -> None:
@@ -176,6 +205,12 @@ def register_train_router(kinds: Any) -> None:
         metavar="KEY=VALUE",
         help="a kind's hyper-parameter: k (knn); hidden, epochs, lr, weight_decay (mlp); top_k, last_k, temperature, cluster_loss_weight, clusters, H, steps, lr, ... (routerdc); k, variant=local|global (smoothie)",
     )
+    train.add_argument(
+        "--workers",
+        choices=("name", "description"),
+        default="name",
+        help="how the router knows a worker: by pool name (default; it plays only its table's pool) or by its description's embedding (knn, mlp, routerdc; plays pools it never saw)",
+    )
     add_episode_arguments(train)
     train.set_defaults(handler=run_train_router_command)
 
@@ -190,6 +225,8 @@ def run_train_router_command(args: argparse.Namespace) -> int:
     if not math.isfinite(args.price_weight) or args.price_weight < 0:
         raise UsageError(f"--price-weight must be a finite number >= 0, got {args.price_weight}")
     if args.kind in EPISODE_KINDS:
+        if args.workers != "name":
+            raise UsageError(f"--kind {args.kind} trains on the episodes of one pool and knows its workers by name; --workers {args.workers} is for knn, mlp and routerdc")
         return run_episode_kind(args)
     if args.data is None:
         raise UsageError(f"--kind {args.kind} trains on a router-data table: give --data (write one with: conductor-env routers data ...)")
@@ -197,7 +234,9 @@ def run_train_router_command(args: argparse.Namespace) -> int:
         params = parse_key_values(args.param, "--param")
         from conductor_env.agents.training.routers.train import train_router
 
-        trained = train_router(args.kind, args.data, args.out, target=args.target, price_weight=args.price_weight, seed=args.seed, encoder=args.encoder or DEFAULT_ENCODER, params=params)
+        trained = train_router(
+            args.kind, args.data, args.out, target=args.target, price_weight=args.price_weight, seed=args.seed, encoder=args.encoder or DEFAULT_ENCODER, params=params, workers=args.workers
+        )
     except ImportError as error:
         raise UsageError(f"train router needs torch and transformers ({error.name} is missing): pip install 'conductor-env[routers]'") from error
     except (ValueError, TypeError, OSError, EncoderError) as error:

@@ -87,12 +87,18 @@ def cluster_ids(embeddings: np.ndarray, clusters: int, seed: int) -> np.ndarray:
     return np.asarray(model.fit_predict(np.asarray(embeddings, dtype=np.float64)), dtype=np.int64)
 
 
-def sample_llm_loss(logits: Any, scores: Any, top_k: int, last_k: int) -> Any:
-    """RouterDC's sample-LLM contrastive loss (``compute_sample_llm_loss``), batched."""
+def sample_llm_loss(logits: Any, scores: Any, top_k: int, last_k: int, valid: Any = None) -> Any:
+    """RouterDC's sample-LLM contrastive loss (``compute_sample_llm_loss``), batched.
+
+    ``valid`` (a boolean mask like ``scores``) leaves padded workers out of both the positives
+    and the negatives (rows of pools with fewer workers than the widest).
+    """
     import torch
 
-    top_scores, top_index = scores.sort(dim=-1, descending=True)
-    last_scores, last_index = scores.topk(k=last_k, largest=False, dim=-1)
+    positives = scores if valid is None else scores.masked_fill(~valid, -1.0)
+    negatives_by = scores if valid is None else scores.masked_fill(~valid, 2.0)
+    top_scores, top_index = positives.sort(dim=-1, descending=True)
+    last_scores, last_index = negatives_by.topk(k=last_k, largest=False, dim=-1)
     negatives = torch.gather(logits, 1, last_index).masked_fill(last_scores > 0.5, float("-inf"))
     loss = logits.new_zeros(())
     for i in range(top_k):

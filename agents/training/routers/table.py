@@ -173,6 +173,8 @@ def read_table(source: str | os.PathLike[str]) -> RouterTable:
     if not path.is_file():
         raise TableError(f"no router-data table at {path} (write one with: conductor-env routers data ...)")
     meta = _read_meta(path.with_name(META_NAME))
+    if meta.get("pools"):
+        raise TableError(f"{path}: the table spans {len(meta['pools'])} pools whose workers differ row by row; train a router keyed by description on it (train router --workers description)")
     rows = _read_rows(path)
     if not rows:
         raise TableError(f"{path}: the table has no rows")

@@ -11,11 +11,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from conductor_env.agents.router_checkpoint import TARGETS, RouterCheckpoint
+from conductor_env.agents.router_checkpoint import TARGETS, WORKER_KEYS, RouterCheckpoint
 from conductor_env.agents.router_encoder import DEFAULT_ENCODER, SentenceEncoder, shared_encoder
+from conductor_env.agents.training.routers.described import fit_knn_pairs, fit_mlp_pairs
 from conductor_env.agents.training.routers.knn import fit_knn
 from conductor_env.agents.training.routers.mlp import fit_mlp
+from conductor_env.agents.training.routers.pairs import read_pairs
 from conductor_env.agents.training.routers.routerdc import fit_routerdc
+from conductor_env.agents.training.routers.routerdc_described import fit_routerdc_pairs
 from conductor_env.agents.training.routers.smoothie import fit_smoothie
 from conductor_env.agents.training.routers.table import RouterTable, read_table, table_path
 
@@ -24,6 +27,9 @@ from conductor_env.agents.training.routers.table import RouterTable, read_table,
 Fit = Callable[..., tuple[dict[str, np.ndarray], dict[str, Any]]]
 #: Router kind -> its fit function.
 TRAINERS: dict[str, Fit] = {"knn": fit_knn, "mlp": fit_mlp, "routerdc": fit_routerdc, "smoothie": fit_smoothie}
+#: Router kind -> its fit keyed by description: (pairs, question embeddings, description
+#: embeddings, target=, seed=, **params) -> (arrays, params).
+DESCRIPTION_TRAINERS: dict[str, Fit] = {"knn": fit_knn_pairs, "mlp": fit_mlp_pairs, "routerdc": fit_routerdc_pairs}
 
 
 @dataclass(frozen=True)
@@ -49,8 +55,9 @@ class TrainedRouter:
     def summary(self) -> str:
         """One line for the command line."""
         c = self.checkpoint
+        workers = f"{len(c.workers)} workers known by description" if c.worker_key == "description" else f"{len(c.workers)} workers ({', '.join(c.workers)})"
         return (
-            f"{c.kind} router on {self.rows} questions x {len(c.workers)} workers ({', '.join(c.workers)}), target {c.target}, "
+            f"{c.kind} router on {self.rows} questions x {workers}, target {c.target}, "
             f"price weight {c.price_weight:g}: loading the encoder {self.load_s:.1f} s, embedding {self.embed_s:.1f} s, fitting {self.fit_s:.2f} s -> {self.folder}"
         )
 
@@ -65,6 +72,7 @@ def train_router(
     seed: int = 0,
     encoder: str | SentenceEncoder = DEFAULT_ENCODER,
     params: dict[str, Any] | None = None,
+    workers: str = "name",
 ) -> TrainedRouter:
     """Trains a router and saves its folder.
 
@@ -79,6 +87,9 @@ def train_router(
             the routers that play it; or an encoder).
         params: The kind's hyper-parameters (``k`` for knn; ``hidden``, ``epochs``, ``lr``,
             ``weight_decay`` for mlp).
+        workers: ``name`` (the arrays have one column per worker of the table's pool) or
+            ``description`` (the router scores any worker from its description's embedding; the
+            table may span many pools: :func:`train_described`).
 
     Raises:
         ValueError: For an unknown kind or target, a bad parameter, or a table that cannot be read.
@@ -88,6 +99,12 @@ def train_router(
         raise ValueError(f"unknown router kind {kind!r}; trainable kinds: {', '.join(sorted(TRAINERS))}")
     if target not in TARGETS:
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+    if workers not in WORKER_KEYS:
+        raise ValueError(f"workers must be one of {WORKER_KEYS}, got {workers!r}")
+    if workers == "description":
+        if isinstance(data, RouterTable):
+            raise ValueError("a description-keyed router trains from a table file (it reads the rows' descriptions), not a loaded table")
+        return train_described(kind, data, out, target=target, price_weight=price_weight, seed=seed, encoder=encoder, params=params)
     table = data if isinstance(data, RouterTable) else read_table(data)
     model = encoder if isinstance(encoder, SentenceEncoder) else shared_encoder(encoder)
     started = time.perf_counter()
@@ -117,3 +134,55 @@ def train_router(
     )
     folder = checkpoint.save(out)
     return TrainedRouter(checkpoint, folder, len(table.questions), loaded - started, embedded - loaded, fitted - embedded)
+
+
+def train_described(
+    kind: str,
+    data: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    target: str = "score",
+    price_weight: float = 0.0,
+    seed: int = 0,
+    encoder: str | SentenceEncoder = DEFAULT_ENCODER,
+    params: dict[str, Any] | None = None,
+) -> TrainedRouter:
+    """Trains a router keyed by description (``worker_key = "description"``) and saves its folder.
+
+    Arguments as :func:`train_router`; ``data`` may span many pools (``routers data --pools N``).
+
+    Raises:
+        ValueError: For a kind without a description-keyed mode, a bad parameter, or a table
+            that cannot be read as pairs.
+    """
+    if kind not in DESCRIPTION_TRAINERS:
+        raise ValueError(f"the {kind} router has no description-keyed mode; kinds with one: {', '.join(sorted(DESCRIPTION_TRAINERS))}")
+    pairs = read_pairs(data)
+    model = encoder if isinstance(encoder, SentenceEncoder) else shared_encoder(encoder)
+    started = time.perf_counter()
+    model.dim  # loads the model
+    loaded = time.perf_counter()
+    questions = model.encode(list(pairs.questions))
+    descriptions = model.encode(list(pairs.descriptions))
+    embedded = time.perf_counter()
+    arrays, used = DESCRIPTION_TRAINERS[kind](pairs, questions, descriptions, target=target, seed=seed, **(params or {}))
+    fitted = time.perf_counter()
+    source = {"table": str(table_path(data)), "rows": pairs.rows, "pairs": len(pairs.pair_row), "pools": list(pairs.pools)}
+    source.update({k: pairs.meta[k] for k in ("env_id", "pool", "split", "seed", "samples", "env_options", "suite_options") if k in pairs.meta})
+    checkpoint = RouterCheckpoint(
+        kind=kind,
+        workers=pairs.workers,
+        arrays=arrays,
+        shown_names=tuple(w.rsplit("/", 1)[-1] for w in pairs.workers),
+        descriptions=pairs.worker_descriptions,
+        params=used,
+        price_weight=price_weight,
+        target=target,
+        encoder=model.model_name,
+        encoder_dim=int(questions.shape[1]),
+        max_length=model.max_length,
+        trained_on=source,
+        worker_key="description",
+    )
+    folder = checkpoint.save(out)
+    return TrainedRouter(checkpoint, folder, pairs.rows, loaded - started, embedded - loaded, fitted - embedded)
