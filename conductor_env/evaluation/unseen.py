@@ -11,7 +11,7 @@ beside every fixed baseline, on the same questions:
   between domains).
 - The env of the orchestrate recipes: ``Conductor-RG-v0``, split ``test``, the recipes' six
   reasoning-gym datasets (two per domain), the ``cost_aware`` reward with ``price_weight = 1``,
-  at most 3 steps, names shown, the whole pool every episode.
+  at most 3 steps, names shown, no examples in the prompt, the whole pool every episode.
 - Every policy plays the same questions on every pool (the eval runner, one resumable folder per
   pool); each episode is scored by its exact expected reward (:mod:`.expected`) and each question
   gets the oracle's value, the best workflow's for its domain on that pool (:mod:`.oracle`).
@@ -39,10 +39,12 @@ from conductor_env.tasks.suites.rg_audit import GameableDatasetWarning
 
 #: The held-out set, in the order the tables list it.
 UNSEEN_POOLS: tuple[str, ...] = (*(f"generated-heldout#{k}" for k in range(6)), "unseen-renamed", "unseen-roles")
-#: The env every held-out pool is played in (the orchestrate recipes' env, on its test split).
+#: The env every held-out pool is played in: the orchestrate recipes' env options without their
+#: sub-pools (the whole pool, in its file's order), on the test split. ``examples = "none"`` is
+#: the recipes' too: a Conductor trained on them fails to parse with the examples in its prompt.
 ENV_ID = "Conductor-RG-v0"
 SPLIT = "test"
-ENV_OPTIONS: dict[str, Any] = {"reward": "cost_aware", "price_weight": 1.0, "max_steps": 3, "show_names": True}
+ENV_OPTIONS: dict[str, Any] = {"reward": "cost_aware", "price_weight": 1.0, "max_steps": 3, "show_names": True, "examples": "none"}
 #: The orchestrate recipes' datasets (the cpu recipe's suite options), two per domain. The split
 #: lists them one after another, so the suite is sized to the questions wanted (see :func:`question_plan`).
 DATASETS: tuple[str, ...] = ("basic_arithmetic", "chain_sum", "letter_counting", "spell_backward", "syllogism", "family_relationships")

@@ -10,7 +10,7 @@ import pytest
 
 from conductor_env.evaluation.oracle import DOMAINS, oracle_report, worker_table
 from conductor_env.evaluation.setup import EvalConfigError
-from conductor_env.evaluation.unseen import DATASETS, UNSEEN_POOLS, UnseenRun, fixed_baselines, pool_folder, question_plan, run_unseen
+from conductor_env.evaluation.unseen import DATASETS, ENV_OPTIONS, UNSEEN_POOLS, UnseenRun, fixed_baselines, pool_folder, question_plan, run_unseen
 from conductor_env.workers.pool import load_pool
 
 TOLERANCE = 1e-9
@@ -69,10 +69,12 @@ def test_baselines_are_demo_part_twos_on_three_workers() -> None:
     assert {"single:3", "reflect:3:3"} <= set(fixed_baselines(4))
 
 
-def test_datasets_are_the_orchestrate_recipes() -> None:
+def test_env_is_the_orchestrate_recipes_without_sub_pools() -> None:
     from conductor_env.agents.training.recipes import load_recipe
 
-    assert list(DATASETS) == load_recipe("orchestrate-judge").settings["env"]["suite_options"]["datasets"]
+    env = load_recipe("orchestrate-judge").settings["env"]
+    assert list(DATASETS) == env["suite_options"]["datasets"]
+    assert ENV_OPTIONS == {k: v for k, v in env["options"].items() if k != "subpool_size"}
     assert question_plan(7) == (12, {"datasets": list(DATASETS), "allow_gameable": True, "size": 2})
 
 
