@@ -2,10 +2,9 @@
 
 A router keyed by description knows no worker by name: it scores every worker the episode shows
 from the sentence embedding of that worker's description, so it plays pools it never saw (the
-generated held-out pools of :mod:`conductor_env.workers.generated`). The observation carries the
-descriptions only inside its ``workers`` listing (one line per shown worker, ``Model id <i>:
-<name> (<description>)``, shown when the env shows names), so they are read back from there,
-anchored on the exact ``Model id <i>: <name>`` prefix the observation's ``worker_names`` gives.
+generated held-out pools of :mod:`conductor_env.workers.generated`). It reads them from the
+observation's ``worker_descriptions`` (entry ``i`` describes shown id ``i``; filled when the env
+shows names).
 
 A worker without a description cannot be scored: its episode is refused with a clear reason
 (the policy's action says why and the episode scores 0), never routed by a guess; a ``pool``
@@ -28,22 +27,17 @@ def shown_descriptions(observation: Observation) -> list[tuple[int, str]]:
     """Returns ``(shown id, description)`` for every shown worker, in shown-id order.
 
     Raises:
-        DescriptionError: When names are hidden (the listing then has no descriptions), a shown
-            worker's line is missing or malformed, or a description is empty.
+        DescriptionError: When names are hidden (and so the descriptions), or a shown worker's
+            description is missing or empty.
     """
     names = [str(n) for n in (observation.get("worker_names") or ())]
+    texts = [str(t) for t in (observation.get("worker_descriptions") or ())]
     shown = worker_ids(observation)
     if not shown or not all(i < len(names) and names[i] for i in shown):
         raise DescriptionError("the episode hides the workers' names and so their descriptions (show them with --env-option show_names=true)")
-    lines = str(observation.get("workers", "")).split("\n")
     out = []
     for i in shown:
-        prefix = f"Model id {i}: {names[i]}"
-        line = next((text for text in lines if text == prefix or text.startswith(prefix + " (")), None)
-        if line is None:
-            raise DescriptionError(f"the observation's worker listing has no line for worker {i} ({names[i]!r})")
-        rest = line[len(prefix) :]
-        description = rest[2:-1].strip() if rest.startswith(" (") and rest.endswith(")") else ""
+        description = texts[i].strip() if i < len(texts) else ""
         if not description:
             raise DescriptionError(f"worker {i} ({names[i]!r}) has no description, and a description-keyed router scores workers by their descriptions only")
         out.append((i, description))

@@ -4,7 +4,8 @@ Besides the rendered ``prompt`` (the Conductor template's user message) and the 
 ``system`` message and reply ``prefill`` (``""`` when it has none), an observation carries as fields what a policy needs to write a
 valid workflow (``num_workers``, ``conductor_id``, ``max_steps``) and the shown workers' names
 (``worker_names``: entry ``i`` names shown id ``i``; ``""`` past the shown workers or when the env
-hides names), so no policy reads structure back out of prompt text. ``episode`` names the episode
+hides names) and their descriptions (``worker_descriptions``, the same way), so no policy reads
+structure back out of prompt text. ``episode`` names the episode
 (a key of its problem, episode seed and worker draw, the same in every round and frame): a
 stochastic policy seeds its draws with it, so its actions depend on the episode and not on the
 order in which observations reach it. With ``EnvOptions.worker_traits``, ``worker_traits`` holds
@@ -84,6 +85,7 @@ class ObservationBuilder:
                 # Fixed length (one entry per pool worker, "" past the shown ones), so the space
                 # flattens and shared-memory vector envs can hold it.
                 "worker_names": spaces.Tuple([Utf8Text(self._name_limit())] * len(self.specs)),
+                "worker_descriptions": spaces.Tuple([Utf8Text(max([utf8_size(spec.description) for spec in self.specs] + [1]))] * len(self.specs)),
                 "episode": Utf8Text(EPISODE_KEY_CHARS),
                 **({"worker_traits": self._traits_space()} if options.worker_traits else {}),
             }
@@ -143,6 +145,11 @@ class ObservationBuilder:
         pool) in shown-id order, then ``""`` (every entry ``""`` when names are hidden)."""
         names = [self._name(specs[index]) for index in shown] if self.options.show_names else []
         return tuple(names + [""] * (len(self.specs) - len(names)))
+
+    def worker_descriptions(self, specs: Sequence[ShownWorker], shown: Sequence[int]) -> tuple[str, ...]:
+        """Returns the shown workers' descriptions like :meth:`worker_names` returns their names."""
+        texts = [specs[index].description for index in shown] if self.options.show_names else []
+        return tuple(texts + [""] * (len(self.specs) - len(texts)))
 
     def _line(self, shown_id: str | int, spec: ShownWorker) -> str:
         if not self.options.show_names:
@@ -233,6 +240,7 @@ class ObservationBuilder:
             "conductor_id": NO_CONDUCTOR if conductor_id is None else conductor_id,
             "max_steps": options.max_steps,
             "worker_names": self.worker_names(specs, shown),
+            "worker_descriptions": self.worker_descriptions(specs, shown),
             "episode": episode,
         }
         if options.worker_traits:

@@ -43,6 +43,9 @@ def test_each_episode_plays_the_pool_its_seed_draws() -> None:
         assert set(info["worker_map"].values()) == {s.name for s in pool.specs}
         for spec in pool.specs:
             assert f"{spec.name} ({spec.description})" in observation["workers"]
+        shown = [pool.specs[i] for i in env.unwrapped._episode.shown]
+        assert observation["worker_descriptions"][: len(shown)] == tuple(spec.description for spec in shown)
+        assert set(observation["worker_descriptions"][len(shown) :]) <= {""}
         seen.add(tuple(sorted(info["worker_map"].values())))
         again, _ = env.reset(seed=seed)
         assert again["workers"] == observation["workers"]

@@ -117,7 +117,7 @@ class ConductorObservation(Observation):
     Attributes:
         messages: The chat messages this observation adds to the Conductor's conversation.
         prompt, system, question, workers, history, update: The env observation's text fields.
-        round, depth, num_workers, conductor_id, max_steps, worker_names: Its structure.
+        round, depth, num_workers, conductor_id, max_steps, worker_names, worker_descriptions: Its structure.
         problem_id, episode_seed, domain: The episode's row and the problem's domain.
         truncated: Whether infrastructure cut the episode short (``info.infra_error`` says why).
         info: The last step's outcome (empty after ``reset``).
@@ -136,6 +136,7 @@ class ConductorObservation(Observation):
     conductor_id: int = -1
     max_steps: int = 0
     worker_names: list[str] = Field(default_factory=list)
+    worker_descriptions: list[str] = Field(default_factory=list)
     problem_id: str = ""
     episode_seed: int = 0
     domain: str = ""
@@ -190,6 +191,7 @@ def observation_model(
         **text,
         **counts,
         worker_names=[str(name) for name in observation.get("worker_names", ())],
+        worker_descriptions=[str(text) for text in observation.get("worker_descriptions", ())],
         problem_id=row.problem_id,
         episode_seed=row.episode_seed,
         domain=str(info.get("domain", "")),
