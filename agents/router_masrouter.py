@@ -14,8 +14,12 @@ this package's language (:data:`MODES`), each agent one step with a fixed role (
 
 At evaluation every choice is the argmax with the VAEs' means, so a question always gets the same
 workflow (at any ``--concurrency``, on Ray, in a rerun). Arrays: ``net.*`` (the network),
-``mode_text``, ``role_text`` and ``worker_text`` (the MiniLM embeddings of each ``name : description``
-the router was trained with). docs/ROUTERS.md lists where this differs from the original.
+``mode_text``, ``role_text`` and, keyed by name, ``worker_text`` (the MiniLM embeddings of each
+``name : description`` the router was trained with). Keyed by description (``worker_key =
+"description"``) there is no ``worker_text``: each episode's worker rows are the embeddings of its
+shown workers' descriptions, read from the observation
+(:func:`~conductor_env.agents.router_described.shown_descriptions`), so the router plays pools it
+never saw. docs/ROUTERS.md lists where this differs from the original.
 """
 
 from __future__ import annotations
@@ -106,6 +110,7 @@ class MASRouter(Router):
     """
 
     kind = "masrouter"
+    describes = True
 
     def __init__(self, checkpoint: RouterCheckpoint, **options: Any) -> None:
         weight = options.get("price_weight")
@@ -118,7 +123,40 @@ class MASRouter(Router):
         self.net = load_net(checkpoint)
         import torch
 
-        self._texts = {name: torch.from_numpy(np.asarray(checkpoint.arrays[f"{name}_text"], dtype=np.float32)) for name in ("mode", "role", "worker")}
+        names = ("mode", "role") if self.by_description else ("mode", "role", "worker")
+        self._texts = {name: torch.from_numpy(np.asarray(checkpoint.arrays[f"{name}_text"], dtype=np.float32)) for name in names}
+
+    def worker_rows(self, observations: Sequence[Observation]) -> tuple[Any, list[list[int]], list[dict[int, int]]]:
+        """The worker rows the network chooses among for a batch of observations.
+
+        Keyed by name, the rows are the checkpoint's ``worker_text`` and each observation may use
+        the rows of the workers it shows. Keyed by description, the rows are the embeddings of the
+        shown workers' descriptions (cached by text; the encoder never pads, so a text's embedding
+        does not depend on the batch), every observation's stacked after the previous one's.
+
+        Returns:
+            The rows ``(R, D)`` (a tensor), each observation's allowed row indices, and each
+            observation's ``row -> shown id``.
+
+        Raises:
+            RouterError: When an observation's workers cannot be matched (unknown names, a
+                missing description).
+        """
+        import torch
+
+        if not self.by_description:
+            pairs = [self.candidates(o) for o in observations]
+            return self._texts["worker"], [[k for k, _ in p] for p in pairs], [dict(p) for p in pairs]
+        texts: list[str] = []
+        allowed, shown = [], []
+        for observation in observations:
+            start = len(texts)
+            described = self.described(observation)
+            texts.extend(text for _, text in described)
+            allowed.append(list(range(start, len(texts))))
+            shown.append({start + k: shown_id for k, (shown_id, _) in enumerate(described)})
+        rows = self.encoder.encode(texts) if texts else np.zeros((0, self.checkpoint.encoder_dim), dtype=np.float32)
+        return torch.from_numpy(np.asarray(rows, dtype=np.float32)), allowed, shown
 
     def decisions(self, observations: Sequence[Observation]) -> list[tuple[int, list[int]]]:
         """Returns each observation's mode index and its agents' shown worker ids (greedy, one question at a time)."""
@@ -126,14 +164,13 @@ class MASRouter(Router):
 
         from conductor_env.agents.router_masrouter_net import Texts
 
-        texts = Texts(modes=self._texts["mode"], roles=self._texts["role"], workers=self._texts["worker"])
         embeddings = torch.from_numpy(self.embed(observations))
         out = []
         with torch.no_grad():
             for row, observation in zip(embeddings, observations):
-                pairs = self.candidates(observation)
-                shown = dict(pairs)
-                (decision,), _, _ = self.net.decide(row[None], texts, [[k for k, _ in pairs]], allowed_counts, roles_of, [max_steps(observation)])
+                workers, (allowed,), (shown,) = self.worker_rows([observation])
+                texts = Texts(modes=self._texts["mode"], roles=self._texts["role"], workers=workers)
+                (decision,), _, _ = self.net.decide(row[None], texts, [allowed], allowed_counts, roles_of, [max_steps(observation)])
                 out.append((decision.mode, [shown[w] for w in decision.workers]))
         return out
 
@@ -154,7 +191,8 @@ def load_net(checkpoint: RouterCheckpoint) -> Any:
         raise CheckpointError(f"masrouter checkpoint: params hidden and max_agents must be positive integers, got {hidden!r} and {agents!r}")
     if not (isinstance(temps, list) and len(temps) == 3 and all(isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0 for t in temps)):
         raise CheckpointError(f"masrouter checkpoint: params temps must be three positive numbers, got {temps!r}")
-    require_arrays(checkpoint, {"mode_text": (len(MODES), "D"), "role_text": (len(ROLES), "D"), "worker_text": ("W", "D")})
+    shapes: dict[str, tuple[int | str, ...]] = {"mode_text": (len(MODES), "D"), "role_text": (len(ROLES), "D")}
+    require_arrays(checkpoint, shapes if checkpoint.worker_key == "description" else {**shapes, "worker_text": ("W", "D")})
     from conductor_env.agents.router_masrouter_net import MasRouterNet
 
     try:

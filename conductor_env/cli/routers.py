@@ -209,7 +209,7 @@ def register_train_router(kinds: Any) -> None:
         "--workers",
         choices=("name", "description"),
         default="name",
-        help="how the router knows a worker: by pool name (default; it plays only its table's pool) or by its description's embedding (knn, mlp, routerdc; plays pools it never saw)",
+        help="how the router knows a worker: by pool name (default; it plays only its table's pool) or by its description's embedding (knn, mlp, routerdc, masrouter; plays pools it never saw)",
     )
     add_episode_arguments(train)
     train.set_defaults(handler=run_train_router_command)
@@ -225,8 +225,6 @@ def run_train_router_command(args: argparse.Namespace) -> int:
     if not math.isfinite(args.price_weight) or args.price_weight < 0:
         raise UsageError(f"--price-weight must be a finite number >= 0, got {args.price_weight}")
     if args.kind in EPISODE_KINDS:
-        if args.workers != "name":
-            raise UsageError(f"--kind {args.kind} trains on the episodes of one pool and knows its workers by name; --workers {args.workers} is for knn, mlp and routerdc")
         return run_episode_kind(args)
     if args.data is None:
         raise UsageError(f"--kind {args.kind} trains on a router-data table: give --data (write one with: conductor-env routers data ...)")

@@ -8,6 +8,11 @@ losses. The reward is the env's: with ``--price-weight λ`` the env's ``cost_awa
 (score minus λ times the episode's USD cost), the original's ``is_solved - cost * cost_rate``.
 Unlike the original, the gradient uses an advantage: the reward minus a learned baseline (a
 linear value of the question embedding, fitted by squared error). Seeded: a run is repeatable.
+
+Keyed by description (``workers="description"``, ``train router --workers description``) the
+router knows no worker by name: every episode's worker rows are the embeddings of its shown
+workers' descriptions, read from the observation (cached by text), so it trains on a family of
+generated pools (``--pool generated``: a new pool every episode) and plays pools it never saw.
 """
 
 from __future__ import annotations
@@ -60,8 +65,9 @@ class TrainedMasRouter:
         c, quarter = self.checkpoint, max(1, len(self.rewards) // 4)
         first, last = np.mean(self.rewards[:quarter]), np.mean(self.rewards[-quarter:])
         mix = ", ".join(f"{name} {share:.0%}" for name, share in self.mode_mix.items())
+        keyed = f", keyed by description ({len(c.workers)} training workers)" if c.worker_key == "description" else ""
         return (
-            f"masrouter on {self.episodes} episodes of {c.trained_on.get('env_id')} ({c.trained_on.get('pool')}, split {c.trained_on.get('split')}), "
+            f"masrouter on {self.episodes} episodes of {c.trained_on.get('env_id')} ({c.trained_on.get('pool')}, split {c.trained_on.get('split')}){keyed}, "
             f"price weight {c.price_weight:g}: mean reward {first:.3f} (first quarter) -> {last:.3f} (last quarter); last quarter's modes: {mix}; "
             f"loading {self.load_s:.1f} s, training {self.train_s:.1f} s -> {self.folder}"
         )
@@ -101,6 +107,7 @@ def train_masrouter(
     seed: int = 0,
     encoder: str | SentenceEncoder = DEFAULT_ENCODER,
     params: Mapping[str, Any] | None = None,
+    workers: str = "name",
     say: Callable[[str], None] | None = None,
 ) -> TrainedMasRouter:
     """Trains a MASRouter on episodes of an env and saves its folder.
@@ -118,10 +125,15 @@ def train_masrouter(
         encoder: The sentence encoder (a name, folder or hub id; or an encoder).
         params: Hyper-parameters overriding :data:`DEFAULTS` (``hidden``, ``batch``, ``lr``,
             ``temps``, ``vae_weight``, ``max_agents``).
+        workers: ``name`` (the pool's workers by name: one fixed pool) or ``description`` (each
+            episode's shown workers by their descriptions: any pool, a family of generated pools
+            included; needs ``show_names``).
         say: Prints progress lines (every tenth of the run).
 
     Raises:
-        ValueError: For a bad option or parameter, an unknown parameter, or an env that cannot be built.
+        ValueError: For a bad option or parameter, an unknown parameter, an env that cannot be
+            built, a family of pools keyed by name, or description keying without names shown
+            or on a worker without a description.
     """
     settings = {**DEFAULTS, **dict(params or {})}
     unknown = sorted(set(settings) - set(DEFAULTS))
@@ -129,13 +141,16 @@ def train_masrouter(
         raise ValueError(f"unknown masrouter parameter(s) {unknown}; known: {sorted(DEFAULTS)}")
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
+    if workers not in ("name", "description"):
+        raise ValueError(f"workers must be 'name' or 'description', got {workers!r}")
     options = env_options_for(env_options, price_weight)
     started = time.perf_counter()
     setup = EnvSetup.from_id(env_id, pool=pool, split=split, suite_options=dict(suite_options or {}), **options)
     parts = setup.build()
     try:
+        _check_keying(workers, setup, parts.pool)
         model = encoder if isinstance(encoder, SentenceEncoder) else shared_encoder(encoder)
-        run = _Run(setup, parts, model, settings, seed)
+        run = _Run(setup, parts, model, settings, seed, by_description=workers == "description")
         loaded = time.perf_counter()
         rewards, modes = run.train(episodes, say or (lambda _: None))
         trained = time.perf_counter()
@@ -150,10 +165,24 @@ def train_masrouter(
     return TrainedMasRouter(checkpoint, checkpoint.save(out), len(rewards) * run.batch, rewards, mix, loaded - started, trained - loaded)
 
 
+def _check_keying(workers: str, setup: EnvSetup, pool: Any) -> None:
+    """Refuses a family of pools keyed by name, and description keying with the names hidden.
+
+    Raises:
+        ValueError: Saying which ``--workers`` or env option to use.
+    """
+    if workers == "name" and getattr(pool, "family", None) is not None:
+        raise ValueError(
+            f"pool {pool.name!r} is a family that draws a new pool every episode, so a router cannot know its workers by name: train with --workers description (and --env-option show_names=true)"
+        )
+    if workers == "description" and not setup.options.show_names:
+        raise ValueError("--workers description reads each worker's description from the observation, which lists descriptions only with names shown: add --env-option show_names=true")
+
+
 class _Run:
     """One training run's state: the env parts, the texts, the network and its optimiser."""
 
-    def __init__(self, setup: EnvSetup, parts: Any, encoder: SentenceEncoder, settings: dict[str, Any], seed: int) -> None:
+    def __init__(self, setup: EnvSetup, parts: Any, encoder: SentenceEncoder, settings: dict[str, Any], seed: int, *, by_description: bool = False) -> None:
         import torch
 
         from conductor_env.agents.router_masrouter_net import MasRouterNet, Texts
@@ -164,6 +193,9 @@ class _Run:
         self.domains = sorted({p.domain for p in self.problems})
         self.names, self.shown = pool_names(parts.pool)
         self.descriptions = tuple(s.description for s in parts.pool.specs)
+        self.by_description = by_description
+        #: Description keying: each training worker (``pool/name``) and the first description it was shown with.
+        self.seen: dict[str, str] = {}
         limit = settings["max_agents"] or setup.options.max_steps
         if self.batch < 1 or not int(limit) >= 1:
             raise ValueError(f"batch and max_agents must be positive, got {self.batch} and {limit}")
@@ -173,8 +205,8 @@ class _Run:
         self.value = torch.nn.Linear(encoder.dim, 1)
         self.optimiser = torch.optim.Adam([*self.net.parameters(), *self.value.parameters()], lr=float(settings["lr"]))
         embed = lambda texts: torch.from_numpy(encoder.encode(texts))  # noqa: E731
-        worker_texts = texts_of(list(zip(self.names, self.descriptions)))
-        self.texts = Texts(modes=embed(texts_of(MODES)), roles=embed(texts_of(ROLES)), workers=embed(worker_texts), tasks=embed(self.domains))
+        workers = torch.zeros((0, encoder.dim)) if by_description else embed(texts_of(list(zip(self.names, self.descriptions))))
+        self.texts = Texts(modes=embed(texts_of(MODES)), roles=embed(texts_of(ROLES)), workers=workers, tasks=embed(self.domains))
         self.generator = torch.Generator().manual_seed(seed)
         encoder.encode([p.question for p in self.problems])  # batched once; the episodes' questions then come from the cache
         self.router = MASRouter(self.checkpoint({}), pool=parts.pool, encoder=encoder)
@@ -183,14 +215,21 @@ class _Run:
 
     def checkpoint(self, trained_on: Mapping[str, Any]) -> RouterCheckpoint:
         """The current weights as a checkpoint."""
-        arrays = {**self.net.arrays(), "mode_text": self.texts.modes.numpy(), "role_text": self.texts.roles.numpy(), "worker_text": self.texts.workers.numpy()}
+        arrays = {**self.net.arrays(), "mode_text": self.texts.modes.numpy(), "role_text": self.texts.roles.numpy()}
         params = {k: v for k, v in self.settings.items() if k != "max_agents"} | {"max_agents": self.max_agents, "temps": list(self.net.temps), "modes": [m for m, _ in MODES]}
+        names, shown, descriptions = self.names, self.shown, self.descriptions
+        if self.by_description and self.seen:  # before the first episode: the pool's own (slot) names
+            names, descriptions = tuple(self.seen), tuple(self.seen.values())
+            shown = tuple(name.rsplit("/", 1)[-1] for name in names)
+        elif not self.by_description:
+            arrays["worker_text"] = self.texts.workers.numpy()
         return RouterCheckpoint(
             kind="masrouter",
-            workers=self.names,
+            workers=names,
             arrays=arrays,
-            shown_names=self.shown,
-            descriptions=self.descriptions,
+            shown_names=shown,
+            descriptions=descriptions,
+            worker_key="description" if self.by_description else "name",
             params=params,
             price_weight=self.setup.options.price_weight if self.setup.options.reward == "cost_aware" else 0.0,
             target="reward",
@@ -221,14 +260,16 @@ class _Run:
         import torch
         import torch.nn.functional as F
 
+        from conductor_env.agents.router_masrouter_net import Texts
+
         jobs = [(self.problems[p].id, self.seed * 1_000_003 + step * self.batch + i) for i, p in enumerate(picks)]
         observations = [obs for obs, _ in run_sync(_gather(env.areset(seed=s, options={"problem_id": pid}) for env, (pid, s) in zip(self.envs, jobs)))]
         questions = torch.from_numpy(self.router.embed(observations))
-        pairs = [self.router.candidates(o) for o in observations]
-        decisions, log_probs, vae_loss = self.net.decide(
-            questions, self.texts, [[k for k, _ in p] for p in pairs], allowed_counts, roles_of, [int(o["max_steps"]) for o in observations], self.generator
-        )
-        actions = [build_mode_workflow(d.mode, [dict(p)[w] for w in d.workers]).render() for d, p in zip(decisions, pairs)]
+        workers, allowed, shown = self.router.worker_rows(observations)
+        self._remember(observations)
+        texts = Texts(modes=self.texts.modes, roles=self.texts.roles, workers=workers, tasks=self.texts.tasks)
+        decisions, log_probs, vae_loss = self.net.decide(questions, texts, allowed, allowed_counts, roles_of, [int(o["max_steps"]) for o in observations], self.generator)
+        actions = [build_mode_workflow(d.mode, [rows[w] for w in d.workers]).render() for d, rows in zip(decisions, shown)]
         results = run_sync(_gather(env.astep(action) for env, action in zip(self.envs, actions)))
         for _, _, terminated, truncated, info in results:
             if not (terminated or truncated):
@@ -249,6 +290,15 @@ class _Run:
         self.optimiser.step()
         mean = float((reward * scored).sum() / scored.sum().clamp(min=1))
         return mean, [MODES[d.mode][0] for d in decisions]
+
+    def _remember(self, observations: list[Any]) -> None:
+        """Description keying: records each shown worker as ``pool/name`` with its first description (``router.json``'s ``workers``)."""
+        if not self.by_description:
+            return
+        for observation in observations:
+            names = [str(n) for n in observation.get("worker_names") or ()]
+            for shown_id, text in self.router.described(observation):
+                self.seen.setdefault(f"{self.parts.pool.name}/{names[shown_id]}", text)
 
 
 async def _gather(coroutines: Any) -> list[Any]:

@@ -141,5 +141,5 @@ def test_bad_family_arguments_are_usage_errors(tmp_path: Path, capsys: pytest.Ca
     assert "--pools must be at least 1" in capsys.readouterr().err
     assert main([*base, "--pool", "generated#1", "--pools", "2"]) == 2
     assert "without #k" in capsys.readouterr().err
-    assert main(["train", "router", "--kind", "masrouter", "--workers", "description", "--env", "Conductor-RG-v0", "--pool", "generated#0", "--out", str(tmp_path / "m")]) == 2
-    assert "knows its workers by name" in capsys.readouterr().err
+    assert main(["train", "router", "--kind", "masrouter", "--env", "Conductor-RG-v0", "--pool", "generated", "--out", str(tmp_path / "m")]) == 2
+    assert "train with --workers description" in capsys.readouterr().err  # a family's workers cannot be known by name
