@@ -30,6 +30,12 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--policy", required=True, metavar="SPEC", help="the policy under test, e.g. llm:orchestra-judge-gemma3-270m")
     parser.add_argument("--extra-policy", action="append", default=[], metavar="SPEC", help="another policy to compare (e.g. router:knn:DIR); repeatable")
+    parser.add_argument(
+        "--routers",
+        default=None,
+        metavar="all|KIND,KIND",
+        help="also compare learned routers (knn, mlp, routerdc, masrouter) keyed by description and trained on the generated family's training part only, under OUT/routers/ (reused when there)",
+    )
     parser.add_argument("--questions", type=int, default=DEFAULT_QUESTIONS, metavar="N", help=f"test questions per pool, rounded up to a multiple of the six datasets (default {DEFAULT_QUESTIONS})")
     parser.add_argument("--samples", type=int, default=1, metavar="S", help="episodes per question and policy (default 1)")
     parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"output folder: one eval folder per pool, results.json and results.md (default {DEFAULT_OUT})")
@@ -96,15 +102,19 @@ def _print_pool(console: Console, errors: Console, scores: dict[str, Any]) -> No
 
 def run_unseen_command(args: argparse.Namespace) -> int:
     """Handler of ``conductor-env unseen``."""
+    from conductor_env.cli.unseen_routers import family_routers, parse_router_kinds
     from conductor_env.evaluation.expected import UnexplainedEpisode
     from conductor_env.evaluation.progress import RichProgress
     from conductor_env.evaluation.setup import EvalConfigError, parse_option_values
-    from conductor_env.evaluation.unseen import RESULTS_JSON, RESULTS_MD, UnseenRun, run_unseen
+    from conductor_env.evaluation.unseen import ENV_OPTIONS, RESULTS_JSON, RESULTS_MD, UnseenRun, run_unseen
 
     console, errors = output_console(), Console(stderr=True)
     pools = None if args.pools is None else tuple(args.pools.split(","))
+    kinds = parse_router_kinds(args.routers)
     try:
-        run = UnseenRun(args.policy, tuple(args.extra_policy), args.questions, args.samples, pools, args.concurrency, parse_option_values(args.policy_option, "--policy-option"))
+        UnseenRun(args.policy, tuple(args.extra_policy), args.questions, args.samples, pools, args.concurrency).check()
+        routers = family_routers(kinds, args.out, dict(ENV_OPTIONS), lambda line: errors.print(line, highlight=False, markup=False)) if kinds else []
+        run = UnseenRun(args.policy, (*args.extra_policy, *routers), args.questions, args.samples, pools, args.concurrency, parse_option_values(args.policy_option, "--policy-option"))
         run.check()
         results = run_unseen(
             run,
