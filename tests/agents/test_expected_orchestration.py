@@ -19,6 +19,7 @@ from conductor_env.evaluation import expected as expected_module
 from conductor_env.evaluation import oracle as oracle_module
 from conductor_env.evaluation.records import EpisodeSpec, episode_record, round_record
 from conductor_env.rewards import RewardScheme
+from conductor_env.workers.simulated import success_probability
 
 ORCHESTRA_POOL = str(importlib.resources.files("conductor_env.pools") / "orchestra.toml")
 ORCHESTRA_JUDGE_POOL = str(importlib.resources.files("conductor_env.pools") / "orchestra-judge.toml")
@@ -115,8 +116,8 @@ def play(env, seed: int, action: str) -> dict:
 def test_a_step_reads_only_the_steps_it_was_given(oracle):
     workers = {w["name"]: w for w in oracle.worker_table(ORCHESTRA_JUDGE_POOL)}
     flash, solver, checker = workers["flash"], workers["solver"], workers["checker"]
-    skill = lambda worker: oracle.success_probability(worker["skill"], worker["judge"], "math", reads_correct=False)  # noqa: E731
-    judge = lambda worker: oracle.success_probability(worker["skill"], worker["judge"], "math", reads_correct=True)  # noqa: E731
+    skill = lambda worker: success_probability(worker["skill"], worker["judge"], "math", reads_correct=False)  # noqa: E731
+    judge = lambda worker: success_probability(worker["skill"], worker["judge"], "math", reads_correct=True)  # noqa: E731
     # The checker reads only the first attempt: the second (solver's) cannot help it.
     by_hand = skill(flash) * judge(checker) + (1 - skill(flash)) * skill(checker)
     assert oracle.chance_last_correct([(flash, ()), (solver, ()), (checker, (0,))], "math") == pytest.approx(by_hand)
