@@ -7,7 +7,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -117,8 +117,10 @@ def train_router(
     arrays, used = fit(table, embeddings, target=target, seed=seed, **extra, **(params or {}))
     fitted = time.perf_counter()
     source = {"table": str(table_path(data)) if not isinstance(data, RouterTable) else "memory", "rows": len(table.questions)}
-    source.update({k: table.meta[k] for k in ("env_id", "pool", "split", "seed", "samples", "env_options", "suite_options") if k in table.meta})
-    checkpoint = RouterCheckpoint(
+    checkpoint, folder = _save(
+        out,
+        model,
+        _provenance(source, table.meta),
         kind=kind,
         workers=table.workers,
         arrays=arrays,
@@ -127,12 +129,8 @@ def train_router(
         params=used,
         price_weight=price_weight,
         target=target,
-        encoder=model.model_name,
         encoder_dim=int(embeddings.shape[1]),
-        max_length=model.max_length,
-        trained_on=source,
     )
-    folder = checkpoint.save(out)
     return TrainedRouter(checkpoint, folder, len(table.questions), loaded - started, embedded - loaded, fitted - embedded)
 
 
@@ -168,8 +166,10 @@ def train_described(
     arrays, used = DESCRIPTION_TRAINERS[kind](pairs, questions, descriptions, target=target, seed=seed, **(params or {}))
     fitted = time.perf_counter()
     source = {"table": str(table_path(data)), "rows": pairs.rows, "pairs": len(pairs.pair_row), "pools": list(pairs.pools)}
-    source.update({k: pairs.meta[k] for k in ("env_id", "pool", "split", "seed", "samples", "env_options", "suite_options") if k in pairs.meta})
-    checkpoint = RouterCheckpoint(
+    checkpoint, folder = _save(
+        out,
+        model,
+        _provenance(source, pairs.meta),
         kind=kind,
         workers=pairs.workers,
         arrays=arrays,
@@ -178,11 +178,21 @@ def train_described(
         params=used,
         price_weight=price_weight,
         target=target,
-        encoder=model.model_name,
         encoder_dim=int(questions.shape[1]),
-        max_length=model.max_length,
-        trained_on=source,
         worker_key="description",
     )
-    folder = checkpoint.save(out)
     return TrainedRouter(checkpoint, folder, pairs.rows, loaded - started, embedded - loaded, fitted - embedded)
+
+
+#: The table's metadata a checkpoint records in ``trained_on``.
+PROVENANCE = ("env_id", "pool", "split", "seed", "samples", "env_options", "suite_options")
+
+
+def _provenance(source: dict[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+    return {**source, **{key: meta[key] for key in PROVENANCE if key in meta}}
+
+
+def _save(out: str | os.PathLike[str], model: SentenceEncoder, trained_on: dict[str, Any], **fields: Any) -> tuple[RouterCheckpoint, Path]:
+    """Saves a checkpoint of ``fields`` with the encoder's name and length; returns it and its folder."""
+    checkpoint = RouterCheckpoint(encoder=model.model_name, max_length=model.max_length, trained_on=trained_on, **fields)
+    return checkpoint, checkpoint.save(out)
