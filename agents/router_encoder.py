@@ -25,6 +25,8 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from conductor_env.workers.local_models import MODEL_LOAD_LOCK
+
 #: The default encoder's name (the one the routers are trained with unless told otherwise).
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 #: Names that mean the packaged model.
@@ -105,18 +107,22 @@ class SentenceEncoder:
 
     def _load(self) -> tuple[Any, Any]:
         if self._loaded is None:
-            try:
-                from transformers import AutoModel, AutoTokenizer
-            except ImportError as error:
-                raise EncoderError(f"the sentence encoder needs torch and transformers ({error.name} is missing): pip install 'conductor-env[routers]'") from error
-            source = resolve_model(self.model_name)
-            try:
-                tokenizer = AutoTokenizer.from_pretrained(source)
-                network = AutoModel.from_pretrained(source).eval()
-            except (OSError, ValueError) as error:
-                raise EncoderError(f"cannot load the encoder {self.model_name!r} ({source}): {' '.join(str(error).split())[:300]}") from error
-            self._loaded = (tokenizer, network)
+            with MODEL_LOAD_LOCK:  # beside a local model's engine thread, imports from transformers race
+                self._loaded = self._loaded or self._load_unlocked()
         return self._loaded
+
+    def _load_unlocked(self) -> tuple[Any, Any]:
+        try:
+            from transformers import AutoModel, AutoTokenizer
+        except ImportError as error:
+            raise EncoderError(f"the sentence encoder needs torch and transformers ({error.name} is missing): pip install 'conductor-env[routers]'") from error
+        source = resolve_model(self.model_name)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source)
+            network = AutoModel.from_pretrained(source).eval()
+        except (OSError, ValueError) as error:
+            raise EncoderError(f"cannot load the encoder {self.model_name!r} ({source}): {' '.join(str(error).split())[:300]}") from error
+        return tokenizer, network
 
     @property
     def dim(self) -> int:

@@ -25,16 +25,15 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from conductor_env.calls import Message, WorkerError
+from conductor_env.workers.local_models import MODEL_LOAD_LOCK
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_BATCH_SIZE = 16
 DEFAULT_BATCH_WAIT_MS = 5.0
 
-#: Engines load one at a time: two engine threads importing from ``transformers`` at once can
-#: fail inside its lazy module ("cannot import name 'AutoTokenizer'"), e.g. when one evaluation
-#: plays two local Conductors side by side.
-_LOAD_LOCK = threading.Lock()
+#: Engines (and every other model this process loads) load one at a time: see MODEL_LOAD_LOCK.
+_LOAD_LOCK = MODEL_LOAD_LOCK
 
 
 @dataclass

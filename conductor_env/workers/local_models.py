@@ -21,6 +21,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -28,6 +29,11 @@ from typing import Callable, Iterator
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "gemma3-270m"
+
+#: Held while a thread imports from ``transformers`` and loads a model: two threads doing so at
+#: once can fail inside its lazy module ("cannot import name 'AutoTokenizer'"), e.g. a local
+#: Conductor's engine thread beside a router's sentence encoder in one evaluation.
+MODEL_LOAD_LOCK = threading.Lock()
 
 #: Written into every exported folder; its presence marks a complete export.
 EXPORT_MARKER = "conductor_env_export.json"

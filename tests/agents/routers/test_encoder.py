@@ -81,3 +81,17 @@ def test_bad_input_and_bad_models_are_clear_errors(tmp_path: Path) -> None:
         SentenceEncoder(tmp_path / "empty-model").encode(["x"])
     with pytest.raises(ValueError, match="batch_size"):
         SentenceEncoder(batch_size=0)
+
+
+def test_the_encoder_and_local_engines_load_models_one_at_a_time(monkeypatch):
+    """Two threads importing from transformers at once can fail in its lazy module (a local
+    Conductor's engine beside a router's encoder in one `conductor-env unseen` run did): both load
+    under one process-wide lock."""
+    from conductor_env.workers import local_engine
+    from conductor_env.workers.local_models import MODEL_LOAD_LOCK
+
+    held: list[bool] = []
+    load = SentenceEncoder._load_unlocked
+    monkeypatch.setattr(SentenceEncoder, "_load_unlocked", lambda self: (held.append(MODEL_LOAD_LOCK.locked()), load(self))[1])
+    assert SentenceEncoder().dim > 0 and held == [True]
+    assert local_engine._LOAD_LOCK is MODEL_LOAD_LOCK
