@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator, Sequence
 from conductor_env.agents.base import Policy
 from conductor_env.agents.model_policy import ModelPolicy
 from conductor_env.agents.prompts import prompt_builder_of
+from conductor_env.agents.training.continuous_batching import generate_batch_without_output_conversion
 from conductor_env.agents.training.data import build_dataset
 from conductor_env.agents.training.heldout import heldout_questions
 from conductor_env.agents.training.model import load_tokenizer, lora_config, resolve_model_path, score_only_completions_on_cpu
@@ -91,6 +92,8 @@ def build_trainer(
         peft_config=peft_config,
         callbacks=list(callbacks) or None,
     )
+    if trainer.args.use_transformers_continuous_batching:
+        generate_batch_without_output_conversion(trainer.model)
     reward.attach(
         ModelPolicy(
             trainer.accelerator.unwrap_model(trainer.model),
