@@ -1,11 +1,11 @@
 """Train a Conductor LLM with GRPO (TRL) against a Conductor env, from Python.
 
 A recipe is a TOML file (docs/TRAINING.md); ``load_recipe`` reads a shipped one by name and
-``build`` applies changes, nested by section. The ``gpu`` recipe is the paper's hyperparameters
-(200 steps of 4 questions x 64 samples, lr 1e-6 cosine, ...); a real run wants a GPU and a strong
-model::
+``build`` applies changes, nested by section. The ``paper-hparams`` recipe is the paper's
+hyperparameters (200 steps of 4 questions x 64 samples, lr 1e-6 cosine, ...); a real run wants a
+GPU and a strong model::
 
-    python examples/train_grpo.py --recipe gpu --model Qwen/Qwen2.5-7B-Instruct --env Conductor-Mix-v0 --pool paper
+    python examples/train_grpo.py --recipe paper-hparams --model Qwen/Qwen2.5-7B-Instruct --env Conductor-Mix-v0 --pool paper
 
 By default it runs the ``cpu`` recipe for 4 steps: the local Gemma 3 270M as the Conductor, one
 simulated expert per domain, LoRA, the compact prompt and a format warm start first, since the

@@ -68,7 +68,7 @@ def default_recipe_name(*, cuda: bool) -> tuple[str, str]:
     """Returns the recipe to train with when none is named, and why, as a printable reason."""
     if cuda:
         return "gpu", "a CUDA GPU is present"
-    return "cpu", "no CUDA GPU found; --recipe gpu uses the paper's hyperparameters anyway, --recipe paper its whole setup"
+    return "cpu", "no CUDA GPU found; --recipe gpu runs the bigger GPU default anyway, --recipe paper the paper's whole setup"
 
 
 def load_recipe(name_or_path: str) -> RecipeFile:

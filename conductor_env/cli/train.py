@@ -17,12 +17,13 @@ from conductor_env.cli.common import UsageError, ray_backend
 from conductor_env.cli.routers import register_train_router
 
 _DESCRIPTION = (
-    "Train a Conductor LLM with TRL's GRPOTrainer against a Conductor env. A recipe sets every default: gpu "
-    "(picked when CUDA is present) has the paper's hyperparameters (200 steps of 4 questions x 64 samples, lr 1e-6 "
-    "cosine, clip 0.2, beta 0, bnpo, group scaling, 1024 completion tokens, full fine-tuning, vLLM when present) but "
-    "NOT the paper's model, data or workers (the local Gemma 3 270M on Conductor-RG-v0 with simulated workers); cpu "
-    "(picked otherwise) trains the local Gemma 3 270M to route with one simulated expert per domain in minutes on "
-    "2 cores; paper is the paper's whole setup (needs a CUDA GPU, vLLM, the model and the pool's API keys); "
+    "Train a Conductor LLM with TRL's GRPOTrainer against a Conductor env. A recipe sets every default: cpu "
+    "(picked without a CUDA GPU) trains the local Gemma 3 270M to route with one simulated expert per domain in "
+    "minutes on 2 cores (LoRA, the compact prompt after a format warm start); gpu (picked when CUDA is present) is the "
+    "same task made bigger (LoRA on every layer, 60 steps of 6 questions x 16 samples, vLLM when present); "
+    "paper-hparams has the paper's hyperparameters (200 steps of 4 questions x 64 samples, lr 1e-6 cosine, 1024 "
+    "completion tokens, full fine-tuning, the full prompt, no warm start) but NOT its model, data or workers; "
+    "paper is the paper's whole setup (needs a CUDA GPU, vLLM, the model and the pool's API keys); "
     "orchestrate and orchestrate-judge train on pools where the best workflow differs per domain; generated draws a new pool per episode. A recipe is a "
     "TOML file (conductor_env/recipes/, docs/TRAINING.md); --recipe also takes your own. Any flag overrides the "
     "recipe's value; the help shows the gpu and cpu values."

@@ -266,15 +266,16 @@ def test_cli_maps_flags_to_the_recipe():
 
     parser = build_parser()
     args = parser.parse_args(["train", "grpo", "--max-steps", "3", "--env-option", "max_rounds=2", "--lora-r", "8", "--no-vllm"])
-    recipe = recipe_from_args(args, cuda=True)[1]  # the gpu recipe: the paper's defaults
-    assert recipe.grpo.max_steps == 3 and recipe.setup.options.changed() == {"max_rounds": 2} and recipe.model.lora_r == 8
-    assert recipe.grpo.use_vllm is False and recipe.grpo.learning_rate == 1e-6 and recipe.grpo.num_generations == 64
-    assert recipe.env.balance_domains is False
-    assert recipe_from_args(parser.parse_args(["train", "grpo", "--balance-domains"]), cuda=True)[1].env.balance_domains is True
-    weighted = recipe_from_args(parser.parse_args(["train", "grpo", "--balance-domains", "--domain-weight", "reasoning=2"]), cuda=True)[1]
+    recipe = recipe_from_args(args, cuda=True)[1]  # the gpu recipe, with the flags on top
+    assert recipe.grpo.max_steps == 3 and recipe.setup.options.changed() == {"examples": "none", "show_names": True, "max_rounds": 2} and recipe.model.lora_r == 8
+    assert recipe.grpo.use_vllm is False and recipe.grpo.learning_rate == 2e-4 and recipe.grpo.num_generations == 16
+    paper = ["train", "grpo", "--recipe", "paper-hparams"]
+    assert recipe_from_args(parser.parse_args(paper), cuda=True)[1].env.balance_domains is False
+    assert recipe_from_args(parser.parse_args([*paper, "--balance-domains"]), cuda=True)[1].env.balance_domains is True
+    weighted = recipe_from_args(parser.parse_args([*paper, "--balance-domains", "--domain-weight", "reasoning=2"]), cuda=True)[1]
     assert weighted.env.domain_weights == {"reasoning": 2}
     with pytest.raises(UsageError, match="set balance_domains"):
-        recipe_from_args(parser.parse_args(["train", "grpo", "--domain-weight", "reasoning=2"]), cuda=True)
+        recipe_from_args(parser.parse_args([*paper, "--domain-weight", "reasoning=2"]), cuda=True)
     with pytest.raises(UsageError, match="unknown env option 'max_round'; did you mean 'max_rounds'"):
         recipe_from_args(parser.parse_args(["train", "grpo", "--env-option", "max_round=2"]))
 

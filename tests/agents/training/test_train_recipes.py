@@ -33,12 +33,23 @@ def test_the_recipe_follows_the_gpu_and_says_why():
     assert default_recipe_name(cuda=True) == ("gpu", "a CUDA GPU is present")
     assert recipe_from_args(parse(), cuda=False)[0].name == "cpu"
     assert recipe_from_args(parse("--recipe", "gpu"), cuda=False)[0].name == "gpu"
-    assert set(recipe_names()) == {"cpu", "generated", "gpu", "orchestrate", "orchestrate-judge", "paper"}
+    assert set(recipe_names()) == {"cpu", "generated", "gpu", "orchestrate", "orchestrate-judge", "paper", "paper-hparams"}
 
 
-def test_the_gpu_recipe_is_the_papers_hyperparameters():
-    assert recipe_from_args(parse(), cuda=True)[1] == GRPORecipe()
-    assert recipe_from_args(parse("--recipe", "gpu"), cuda=False)[1] == GRPORecipe()
+def test_paper_hparams_is_the_papers_hyperparameters():
+    assert recipe_from_args(parse("--recipe", "paper-hparams"), cuda=True)[1] == GRPORecipe()
+
+
+def test_the_gpu_recipe_is_the_cpu_recipe_made_bigger():
+    gpu, cpu = recipe_from_args(parse(), cuda=True)[1], recipe_from_args(parse(), cuda=False)[1]
+    assert gpu == recipe_from_args(parse("--recipe", "gpu"), cuda=False)[1]
+    # What made the cpu recipe learn: the compact prompt after a format warm start, LoRA, its task.
+    assert (gpu.model.prompt, gpu.model.lora_r, gpu.warm_start, gpu.setup.pool, gpu.env.balance_domains) == ("compact", 16, cpu.warm_start, "experts", True)
+    assert gpu.setup.suite_options["datasets"] == cpu.setup.suite_options["datasets"]
+    assert gpu.model.lora_top_layers is None and gpu.grpo.use_vllm is None  # every layer; vLLM when installed
+    assert gpu.grpo.num_generations > cpu.grpo.num_generations and gpu.grpo.max_steps > cpu.grpo.max_steps
+    assert gpu.grpo.questions_per_step % 3 == 0 and shortest_workflow_tokens(gpu) <= gpu.grpo.max_completion_length <= 64
+    assert gpu.heldout is not None and gpu.heldout.questions > cpu.heldout.questions
 
 
 def test_the_cpu_recipe_is_the_recipe_that_learned():
@@ -77,12 +88,12 @@ def test_flags_override_the_recipe_and_options_merge():
 
 def test_zero_drops_an_optional_section_and_a_setting_of_a_missing_one_asks_for_it():
     assert recipe_from_args(parse("--format-warmup-steps", "0", "--heldout-questions", "0"), cuda=False)[1].warm_start is None
-    added = recipe_from_args(parse("--recipe", "gpu", "--format-warmup-steps", "4", "--format-warmup-lr", "0.01"), cuda=False)[1]
+    added = recipe_from_args(parse("--recipe", "paper-hparams", "--format-warmup-steps", "4", "--format-warmup-lr", "0.01"), cuda=False)[1]
     assert added.warm_start == WarmStartSettings(steps=4, lr=0.01)
     with pytest.raises(UsageError, match="--format-warmup-lr: this recipe has no warm start; add one with --format-warmup-steps N"):
-        recipe_from_args(parse("--recipe", "gpu", "--format-warmup-lr", "0.01"), cuda=False)
+        recipe_from_args(parse("--recipe", "paper-hparams", "--format-warmup-lr", "0.01"), cuda=False)
     with pytest.raises(UsageError, match="--heldout-samples: this recipe has no heldout; add one with --heldout-questions N"):
-        recipe_from_args(parse("--recipe", "gpu", "--heldout-samples", "3"), cuda=False)
+        recipe_from_args(parse("--recipe", "paper-hparams", "--heldout-samples", "3"), cuda=False)
 
 
 def test_every_recipe_field_has_a_generated_flag_and_none_is_hand_written():
