@@ -6,8 +6,9 @@ from PyPI (exported once to a cache folder), programs graded in the default sand
 the point of the package: the Gemma 3 270M Conductor trained with GRPO on the simulated
 ``orchestra-judge`` pool (shipped as a LoRA adapter, ``llm:orchestra-judge-gemma3-270m``;
 BENCHMARKS.md, "Learning to orchestrate") against learned routers trained on the spot (docs/ROUTERS.md) and the
-fixed baselines on held-out questions with that pool, where the best workflow differs per domain (docs/ORCHESTRATION.md). No network, GPU or API key. Rerunning it reuses the
-finished episodes.
+fixed baselines on held-out questions with that pool, where the best workflow differs per domain (docs/ORCHESTRATION.md),
+then the same Conductor on a pool it never saw (:mod:`conductor_env.cli.demo_unseen`). No network, GPU or API key.
+Rerunning it reuses the finished episodes.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from typing import Any, Sequence
 
 from rich.console import Console
 
-from conductor_env.cli.common import SANDBOXES, output_console
+from conductor_env.cli.common import SANDBOXES, UsageError, output_console
 from conductor_env.cli.demo_routers import router_verdict, train_demo_routers
+from conductor_env.cli.demo_unseen import DEMO_UNSEEN_POOL, run_unseen_part
 from conductor_env.cli.eval import run_eval
 from conductor_env.cli.report import print_report
 
@@ -51,6 +53,8 @@ ORCHESTRA_BASELINES: tuple[str, ...] = (
     "reflect:2:3",
     "moa:2",
 )
+#: The Conductors part 2 ends with on a pool they never saw: the one trained on orchestra-judge alone.
+UNSEEN_CONDUCTORS: tuple[str, ...] = (ORCHESTRA_CONDUCTOR,)
 #: Held-out questions of part 2 (20 per domain; the simulated workers answer at once, the
 #: Conductor's replies are batched).
 ORCHESTRA_N = 60
@@ -60,7 +64,7 @@ def register(subparsers: Any) -> None:
     """Adds ``demo`` to the ``conductor-env`` command."""
     demo = subparsers.add_parser(
         "demo",
-        help="a few baselines side by side on an offline suite with the local workers",
+        help="a few baselines side by side on an offline suite with the local workers, then a trained Conductor on its pool and on one it never saw",
         description="Evaluates a few baseline policies on an offline suite with the local Gemma 3 270M workers "
         "and writes the table, the plot and the workflow viewer. Needs no network and no API key.",
     )
@@ -85,7 +89,13 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"held-out questions of part 2, the trained Conductor against the routers and baselines on the orchestra-judge pool (default {ORCHESTRA_N}; 0 skips it)",
     )
-    parser.add_argument("--no-routers", dest="routers", action="store_false", help="part 2 without the learned routers (they train in about a minute)")
+    parser.add_argument("--no-routers", dest="routers", action="store_false", help="part 2 without the learned routers")
+    parser.add_argument(
+        "--unseen-pool",
+        default=DEMO_UNSEEN_POOL,
+        metavar="POOL",
+        help=f"the held-out pool part 2 ends on, one the trained Conductors never saw (default {DEMO_UNSEEN_POOL}; any pool of `conductor-env unseen`'s held-out set)",
+    )
 
 
 def _one_torch_thread() -> None:
@@ -113,6 +123,7 @@ def run_demo(
     worker_max_tokens: int | None = DEMO_WORKER_MAX_TOKENS,
     orchestra_n: int = ORCHESTRA_N,
     routers: bool = True,
+    unseen_pool: str = DEMO_UNSEEN_POOL,
     console: Console | None = None,
 ) -> Any:
     """Runs the demo evaluation, then prints the table and the paths of the plot and the viewer.
@@ -128,6 +139,7 @@ def run_demo(
         worker_max_tokens: Output-token limit per worker call.
         orchestra_n: Held-out questions of part 2 (0: skip it).
         routers: Train and play the learned routers in part 2.
+        unseen_pool: The held-out pool part 2 ends on.
         console: Where to print.
 
     Returns:
@@ -138,6 +150,8 @@ def run_demo(
     """
     console = console or output_console()
     started = time.perf_counter()
+    if orchestra_n > 0:
+        check_unseen_pool(unseen_pool)
     _one_torch_thread()
     console.print(
         f"conductor-env demo: {n} problems of {env_id}, pool {pool!r}, policies {', '.join(policies)}\n"
@@ -163,8 +177,24 @@ def run_demo(
     opened = [report.html_path]
     if orchestra_n > 0:
         opened.append(run_orchestra_part(out=os.path.join(out, "orchestra"), n=orchestra_n, with_routers=routers, console=console).html_path)
+        run_unseen_part(out=os.path.join(out, "unseen"), n=orchestra_n, conductors=UNSEEN_CONDUCTORS, pool=unseen_pool, with_routers=routers, console=console)
     console.print(f"demo finished in {time.perf_counter() - started:.0f} s; open {' and '.join(map(str, opened))} in a browser", highlight=False, markup=False)
     return report
+
+
+def check_unseen_pool(pool: str) -> None:
+    """Refuses a ``--unseen-pool`` outside the held-out set before anything runs.
+
+    Raises:
+        UsageError: Naming the held-out pools.
+    """
+    from conductor_env.evaluation.setup import EvalConfigError
+    from conductor_env.evaluation.unseen import check_pools
+
+    try:
+        check_pools([pool])
+    except EvalConfigError as error:
+        raise UsageError(f"--unseen-pool: {error}") from error
 
 
 def run_orchestra_part(*, out: str, n: int = ORCHESTRA_N, conductor: str = ORCHESTRA_CONDUCTOR, with_routers: bool = True, console: Console | None = None) -> Any:
@@ -284,5 +314,6 @@ def run_demo_command(args: argparse.Namespace) -> int:
         worker_max_tokens=args.worker_max_tokens,
         orchestra_n=args.orchestra_n,
         routers=args.routers,
+        unseen_pool=args.unseen_pool,
     )
     return 0

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from conductor_env.cli.demo import DEMO_POLICIES, ORCHESTRA_BASELINES, ORCHESTRA_CONDUCTOR
+from conductor_env.cli.demo import DEMO_POLICIES, ORCHESTRA_BASELINES, ORCHESTRA_CONDUCTOR, UNSEEN_CONDUCTORS
 from conductor_env.cli.demo_routers import DEMO_ROUTER_KINDS, router_verdict
+from conductor_env.cli.demo_unseen import DEMO_UNSEEN_POOL, unseen_verdict
+from conductor_env.cli.unseen_routers import FAMILY_ROUTERS
+from conductor_env.evaluation.unseen import fixed_baselines
 
 pytestmark = pytest.mark.slow
 
@@ -45,6 +48,14 @@ def test_demo_compares_the_baselines_and_writes_plot_and_viewer(tmp_path: Path) 
     assert sum(r["parse_error"] is None for r in trained) >= 5  # the shipped Conductor writes valid workflows
     assert {r["domain"] for r in trained} == {"math", "language", "reasoning"}
 
+    # Part 2 ends on a pool the Conductor never saw, beside the baselines, the description-keyed routers and the oracle.
+    unseen = json.loads((out / "unseen" / "results.json").read_text())["pools"][DEMO_UNSEEN_POOL]
+    family = [f"router:{kind}:{out / 'unseen' / 'routers' / kind}" for kind in FAMILY_ROUTERS]
+    assert sorted(unseen["policies"]) == sorted([*UNSEEN_CONDUCTORS, *fixed_baselines(3), *family])
+    assert all(entry["questions"] == 6 for entry in unseen["policies"].values()) and unseen["oracle"]["expected_reward"] > 0.8
+    for conductor in UNSEEN_CONDUCTORS:
+        assert unseen_verdict(unseen, conductor) in result.stdout
+
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert sorted(r["policy"] for r in records) == sorted(DEMO_POLICIES)
     for record in records:
@@ -59,6 +70,19 @@ def test_demo_compares_the_baselines_and_writes_plot_and_viewer(tmp_path: Path) 
     assert f"resuming: {len(records)} episode(s) already in the results file, 0 to run" in again.stderr
     assert len((out / "results.jsonl").read_text().splitlines()) == len(records)
     assert len((out / "orchestra" / "results.jsonl").read_text().splitlines()) == len(orchestra)
+
+
+def test_an_unknown_unseen_pool_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    result = demo(tmp_path / "demo", "--unseen-pool", "orchestra-judge")
+    assert result.returncode == 2 and "--unseen-pool: unknown held-out pool 'orchestra-judge'" in result.stderr
+    assert not (tmp_path / "demo").exists()
+
+
+def test_the_unseen_verdict_compares_with_the_best_other_policy() -> None:
+    scores = {"policies": {"llm:c": {"expected_reward": 0.7}, "single:0": {"expected_reward": 0.75}, "router:mlp:/x": {"expected_reward": 0.6}}, "oracle": {"expected_reward": 0.9}}
+    assert unseen_verdict(scores, "llm:c") == "llm:c: 0.700, below the best fixed baseline or router (single:0 0.750); the oracle's best workflow per domain: 0.900"
+    scores["policies"]["llm:c"]["expected_reward"] = 0.8
+    assert "0.800, above the best fixed baseline or router (single:0 0.750)" in unseen_verdict(scores, "llm:c")
 
 
 def test_the_verdict_names_a_router_that_beats_the_conductor() -> None:
