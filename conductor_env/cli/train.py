@@ -20,7 +20,7 @@ _DESCRIPTION = (
     "Train a Conductor LLM with TRL's GRPOTrainer against a Conductor env. A recipe sets every default: cpu "
     "(picked without a CUDA GPU) trains the local Gemma 3 270M to route with one simulated expert per domain in "
     "minutes on 2 cores (LoRA, the compact prompt after a format warm start); gpu (picked when CUDA is present) is the "
-    "same task made bigger (LoRA on every layer, 60 steps of 6 questions x 16 samples, vLLM when present); "
+    "cpu recipe made bigger (60 steps of 6 questions x 16 samples, vLLM when present); "
     "paper-hparams has the paper's hyperparameters (200 steps of 4 questions x 64 samples, lr 1e-6 cosine, 1024 "
     "completion tokens, full fine-tuning, the full prompt, no warm start) but NOT its model, data or workers; "
     "paper is the paper's whole setup (needs a CUDA GPU, vLLM, the model and the pool's API keys); "

@@ -43,10 +43,10 @@ def test_paper_hparams_is_the_papers_hyperparameters():
 def test_the_gpu_recipe_is_the_cpu_recipe_made_bigger():
     gpu, cpu = recipe_from_args(parse(), cuda=True)[1], recipe_from_args(parse(), cuda=False)[1]
     assert gpu == recipe_from_args(parse("--recipe", "gpu"), cuda=False)[1]
-    # What made the cpu recipe learn: the compact prompt after a format warm start, LoRA, its task.
-    assert (gpu.model.prompt, gpu.model.lora_r, gpu.warm_start, gpu.setup.pool, gpu.env.balance_domains) == ("compact", 16, cpu.warm_start, "experts", True)
-    assert gpu.setup.suite_options["datasets"] == cpu.setup.suite_options["datasets"]
-    assert gpu.model.lora_top_layers is None and gpu.grpo.use_vllm is None  # every layer; vLLM when installed
+    # What made the cpu recipe learn: the compact prompt after a format warm start, its LoRA, learning rate and task.
+    assert (gpu.model, gpu.warm_start, gpu.grpo.learning_rate, gpu.grpo.lr_scheduler_type) == (cpu.model, cpu.warm_start, cpu.grpo.learning_rate, cpu.grpo.lr_scheduler_type)
+    assert (gpu.setup.pool, gpu.env.balance_domains, gpu.setup.suite_options["datasets"]) == ("experts", True, cpu.setup.suite_options["datasets"])
+    assert gpu.model.prompt == "compact" and gpu.grpo.use_vllm is None  # vLLM when installed
     assert gpu.grpo.num_generations > cpu.grpo.num_generations and gpu.grpo.max_steps > cpu.grpo.max_steps
     assert gpu.grpo.questions_per_step % 3 == 0 and shortest_workflow_tokens(gpu) <= gpu.grpo.max_completion_length <= 64
     assert gpu.heldout is not None and gpu.heldout.questions > cpu.heldout.questions
