@@ -22,7 +22,7 @@ _DESCRIPTION = (
     "minutes on 2 cores (LoRA, the compact prompt after a format warm start); gpu (picked when CUDA is present) is the "
     "cpu recipe made bigger (60 steps of 6 questions x 16 samples, vLLM when present); "
     "paper-hparams has the paper's hyperparameters (200 steps of 4 questions x 64 samples, lr 1e-6 cosine, 1024 "
-    "completion tokens, full fine-tuning, the full prompt, no warm start) but NOT its model, data or workers; "
+    "completion tokens, full fine-tuning, the full prompt, no warm start) but NOT the paper's model, data or workers; "
     "paper is the paper's whole setup (needs a CUDA GPU, vLLM, the model and the pool's API keys); "
     "orchestrate and orchestrate-judge train on pools where the best workflow differs per domain; generated draws a new pool per episode. A recipe is a "
     "TOML file (conductor_env/recipes/, docs/TRAINING.md); --recipe also takes your own. Any flag overrides the "

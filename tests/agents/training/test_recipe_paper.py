@@ -89,7 +89,7 @@ def subcommand_help(*names: str) -> str:
 def test_the_help_says_which_defaults_are_the_papers() -> None:
     text = subcommand_help("train", "grpo")
     assert "NOT the paper's model, data or workers" in text and "paper is the paper's whole setup" in text
-    assert "optimizer steps (gpu: 200, cpu: 24)" in text
+    assert "optimizer steps (gpu: 60, cpu: 24)" in text
 
 
 def test_templates_reach_the_training_env_and_a_conductor_prefill_is_refused() -> None:
