@@ -14,7 +14,18 @@ from conductor_env.agents.training.recipe import EnvSettings, GRPORecipe, GRPOSe
 from conductor_env.agents.training.reward import REWARD_NAME
 from conductor_env.agents.training.trainer import build_trainer
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_accelerator_state")]
+
+
+@pytest.fixture
+def fresh_accelerator_state():
+    """Accelerate keeps one process-wide state, and an earlier test's trainer fixed it to no mixed
+    precision; these tests need bf16, and later tests need the state they had."""
+    from accelerate.state import AcceleratorState
+
+    AcceleratorState._reset_state(True)
+    yield
+    AcceleratorState._reset_state(True)
 
 
 def prepared_bf16_model():
@@ -28,6 +39,7 @@ def prepared_bf16_model():
     path = resolve_model_path("gemma3-270m")
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = Accelerator(mixed_precision="bf16", cpu=True).prepare(AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16))
+    assert "_original_forward" in model.__dict__  # Accelerate wrapped the forward for mixed precision
     prompts = [tokenizer(f"Question {i}: what is {i} + {i}?")["input_ids"] for i in range(3)]
     config = GenerationConfig(max_new_tokens=4, do_sample=True, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, disable_compile=True)
     return model, prompts, config
