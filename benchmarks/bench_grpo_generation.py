@@ -11,10 +11,11 @@ repeated ``--samples`` times as a GRPO group is):
 Both stop a sequence at the end-of-turn token, so each reports the tokens it really generated
 per second, and the ratio (b)/(a). The two alternate ``--repeats`` times after a warm-up and the
 best of each is kept (the machine may be shared). On a CUDA GPU the model runs in bfloat16,
-prepared by Accelerate for bf16 mixed precision as the trainer's is; on a CPU in float32.
+prepared by Accelerate for bf16 mixed precision as a bf16 trainer's is (``--precision fp32``:
+float32 without mixed precision, as the ``gpu`` recipe trains); on a CPU in float32.
 
 Usage: python benchmarks/bench_grpo_generation.py [--questions 6] [--samples 8] [--tokens 48]
-       [--repeats 2] [--json PATH]
+       [--repeats 2] [--precision bf16|fp32] [--json PATH]
 """
 
 from __future__ import annotations
@@ -44,13 +45,13 @@ def prompt_ids(tokenizer: Any, questions: int, samples: int) -> list[list[int]]:
     return [list(prompt) for prompt in ids for _ in range(samples)]
 
 
-def load_model(cuda: bool) -> Any:
-    """The model as the trainer holds it: bf16 under Accelerate's bf16 mixed precision on a GPU, float32 on a CPU."""
+def load_model(cuda: bool, bf16: bool) -> Any:
+    """The model as the trainer holds it: bf16 under Accelerate's bf16 mixed precision, or float32."""
     from accelerate import Accelerator
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(resolve_model_path("gemma3-270m"), dtype=torch.bfloat16 if cuda else torch.float32)
-    model = Accelerator(mixed_precision="bf16" if cuda else "no", cpu=not cuda).prepare(model)
+    model = AutoModelForCausalLM.from_pretrained(resolve_model_path("gemma3-270m"), dtype=torch.bfloat16 if bf16 else torch.float32)
+    model = Accelerator(mixed_precision="bf16" if bf16 else "no", cpu=not cuda).prepare(model)
     generate_batch_without_output_conversion(model)
     return model.eval()
 
@@ -97,11 +98,13 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=48)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--precision", choices=["bf16", "fp32"], default=None, help="default: bf16 on a CUDA GPU, fp32 on a CPU")
     parser.add_argument("--json", default=None, metavar="PATH")
     args = parser.parse_args()
     cuda = torch.cuda.is_available()
+    precision = args.precision or ("bf16" if cuda else "fp32")
     tokenizer = load_tokenizer(resolve_model_path("gemma3-270m"))
-    model = load_model(cuda)
+    model = load_model(cuda, bf16=precision == "bf16")
     prompts = prompt_ids(tokenizer, args.questions, args.samples)
     config = GenerationConfig(
         max_new_tokens=args.tokens, do_sample=True, temperature=1.0, top_p=1.0, top_k=0, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, disable_compile=True
@@ -118,6 +121,7 @@ def main() -> None:
                 best[name] = {"seconds": round(seconds, 3), "tokens": tokens, "tokens_per_s": round(rate, 1)}
     result = {
         "device": torch.cuda.get_device_name(0) if cuda else f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
+        "precision": precision,
         "prompts": len(prompts),
         "max_new_tokens": args.tokens,
         "mean_prompt_tokens": round(sum(map(len, prompts)) / len(prompts), 1),

@@ -1,6 +1,6 @@
 """TRL's continuous-batching generation (``use_transformers_continuous_batching``) under mixed precision.
 
-With ``bf16`` (every CUDA run here) Accelerate wraps the trained model's ``forward`` so that its
+With ``bf16`` (a CUDA run, unless its recipe turns it off) Accelerate wraps the trained model's ``forward`` so that its
 outputs come back in float32: it calls ``.float()`` on every output that has a half-precision
 ``dtype``. Continuous batching returns its ``PagedAttentionCache`` among the outputs, and that
 cache has a ``dtype`` but no ``.float()``, so every request fails with ``'PagedAttentionCache'

@@ -1,7 +1,7 @@
 """The :class:`trl.GRPOConfig` of a recipe, with the CPU or CUDA settings picked here.
 
-On a CPU: float32, no vLLM. On a GPU: bfloat16, activation checkpointing and colocated vLLM
-when vLLM is installed (or as the recipe says). One optimizer step consumes one generation batch
+On a CPU: float32, no vLLM. On a GPU: bfloat16 mixed precision (unless the recipe turns it off),
+activation checkpointing and colocated vLLM when vLLM is installed (or as the recipe says). One optimizer step consumes one generation batch
 of ``questions_per_step x num_generations`` completions, split into passes of
 ``per_device_batch_size`` with gradient accumulation.
 """
@@ -42,11 +42,24 @@ def grpo_config(recipe: GRPORecipe) -> Any:
     """
     from trl import GRPOConfig
 
+    return GRPOConfig(**grpo_options(recipe, cuda=cuda_available(), vllm=vllm_installed()))
+
+
+def grpo_options(recipe: GRPORecipe, *, cuda: bool, vllm: bool) -> dict[str, Any]:
+    """Returns the :class:`trl.GRPOConfig` fields of ``recipe`` on a machine with or without a
+    CUDA GPU and vLLM.
+
+    The recipe's ``trainer_options`` come last and win. On a GPU the model trains under bfloat16
+    mixed precision and TRL loads it in bfloat16, unless ``trainer_options`` sets ``bf16 = false``
+    (the ``gpu`` recipe: docs/TRAINING.md, "On a GPU"); then it stays in float32 throughout.
+
+    Raises:
+        RecipeError: When the recipe asks for vLLM without a CUDA GPU.
+    """
     grpo = recipe.grpo
     total = grpo.questions_per_step * grpo.num_generations
     per_pass = batch_size(total, grpo.per_device_batch_size)
-    cuda = cuda_available()
-    use_vllm = (cuda and vllm_installed()) if grpo.use_vllm is None else grpo.use_vllm
+    use_vllm = (cuda and vllm) if grpo.use_vllm is None else grpo.use_vllm
     if use_vllm and not cuda:
         raise RecipeError("use_vllm needs a CUDA GPU; leave use_vllm unset to pick it automatically")
     options: dict[str, Any] = dict(
@@ -79,7 +92,7 @@ def grpo_config(recipe: GRPORecipe) -> Any:
         options["shuffle_dataset"] = False  # keep build_dataset's round-robin order
     if use_vllm:
         options["vllm_mode"] = "colocate"
-    if cuda:
-        options["model_init_kwargs"] = {"dtype": "bfloat16"}
     options.update(grpo.trainer_options)
-    return GRPOConfig(**options)
+    if cuda and options["bf16"] and "model_init_kwargs" not in grpo.trainer_options:
+        options["model_init_kwargs"] = {"dtype": "bfloat16"}
+    return options

@@ -17,6 +17,7 @@ from conductor_env.agents.training.progress import RichProgress, StepStats, Step
 from conductor_env.agents.training.recipe import EnvSettings, GRPORecipe, GRPOSettings, RecipeError, WarmStartSettings
 from conductor_env.agents.training.recipes import default_recipe_name, load_recipe, recipe_names
 from conductor_env.agents.training.saving import conductor_config
+from conductor_env.agents.training.trl_config import grpo_options
 from conductor_env.cli import UsageError, build_parser, main
 from conductor_env.cli.train import eval_command, recipe_from_args
 
@@ -50,6 +51,18 @@ def test_the_gpu_recipe_is_the_cpu_recipe_made_bigger():
     assert gpu.grpo.num_generations > cpu.grpo.num_generations and gpu.grpo.max_steps > cpu.grpo.max_steps
     assert gpu.grpo.questions_per_step % 3 == 0 and shortest_workflow_tokens(gpu) <= gpu.grpo.max_completion_length <= 64
     assert gpu.heldout is not None and gpu.heldout.questions > cpu.heldout.questions
+
+
+def test_the_gpu_recipe_trains_in_float32_where_other_recipes_use_bf16():
+    gpu = grpo_options(recipe_from_args(parse(), cuda=True)[1], cuda=True, vllm=False)
+    assert gpu["bf16"] is False and "model_init_kwargs" not in gpu and gpu["use_cpu"] is False
+    paper = grpo_options(recipe_from_args(parse("--recipe", "paper-hparams"), cuda=True)[1], cuda=True, vllm=False)
+    assert paper["bf16"] is True and paper["model_init_kwargs"] == {"dtype": "bfloat16"}
+    # A flag turns mixed precision back on, and TRL then loads the model in bf16 as well.
+    mixed = grpo_options(recipe_from_args(parse("--trainer-option", "bf16=true"), cuda=True)[1], cuda=True, vllm=False)
+    assert mixed["bf16"] is True and mixed["model_init_kwargs"] == {"dtype": "bfloat16"}
+    cpu = grpo_options(recipe_from_args(parse("--recipe", "gpu"), cuda=False)[1], cuda=False, vllm=False)
+    assert cpu["bf16"] is False and cpu["use_cpu"] is True and "model_init_kwargs" not in cpu
 
 
 def test_the_cpu_recipe_is_the_recipe_that_learned():
