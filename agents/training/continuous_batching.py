@@ -1,10 +1,11 @@
 """TRL's continuous-batching generation (``use_transformers_continuous_batching``) under mixed precision.
 
-With ``bf16`` (a CUDA run, unless its recipe turns it off) Accelerate wraps the trained model's ``forward`` so that its
-outputs come back in float32: it calls ``.float()`` on every output that has a half-precision
-``dtype``. Continuous batching returns its ``PagedAttentionCache`` among the outputs, and that
-cache has a ``dtype`` but no ``.float()``, so every request fails with ``'PagedAttentionCache'
-object has no attribute 'float'`` and TRL then raises ``IndexError`` on the empty completions.
+With ``bf16`` (a CUDA run, unless its recipe turns it off) Accelerate wraps the trained model's
+``forward`` so that its outputs come back in float32: it calls ``.float()`` on every output that
+has a half-precision ``dtype``. Continuous batching returns its ``PagedAttentionCache`` among
+the outputs, and that cache has a ``dtype`` but no ``.float()``, so every request fails with
+``'PagedAttentionCache' object has no attribute 'float'`` and TRL then raises ``IndexError`` on
+the empty completions.
 TRL casts the model to the training precision before it generates, so generation needs neither
 the output conversion nor autocast: :func:`generate_batch_without_output_conversion` runs
 ``generate_batch`` on the forward Accelerate saved before wrapping it.

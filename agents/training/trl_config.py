@@ -1,9 +1,9 @@
 """The :class:`trl.GRPOConfig` of a recipe, with the CPU or CUDA settings picked here.
 
-On a CPU: float32, no vLLM. On a GPU: bfloat16 mixed precision (unless the recipe turns it off),
-activation checkpointing and colocated vLLM when vLLM is installed (or as the recipe says). One optimizer step consumes one generation batch
-of ``questions_per_step x num_generations`` completions, split into passes of
-``per_device_batch_size`` with gradient accumulation.
+On a CPU: float32, no vLLM. On a GPU: bfloat16 mixed precision (unless the recipe turns it
+off), activation checkpointing and colocated vLLM when vLLM is installed (or as the recipe says).
+One optimizer step consumes one generation batch of ``questions_per_step x num_generations``
+completions, split into passes of ``per_device_batch_size`` with gradient accumulation.
 """
 
 from __future__ import annotations
