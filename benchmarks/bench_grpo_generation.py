@@ -10,9 +10,10 @@ repeated ``--samples`` times as a GRPO group is):
       Accelerate's mixed precision (``conductor_env.agents.training.continuous_batching``).
 Both stop a sequence at the end-of-turn token, so each reports the tokens it really generated
 per second, and the ratio (b)/(a). The two alternate ``--repeats`` times after a warm-up and the
-best of each is kept (the machine may be shared). On a CUDA GPU the model runs in bfloat16,
-prepared by Accelerate for bf16 mixed precision as a bf16 trainer's is (``--precision fp32``:
-float32 without mixed precision, as the ``gpu`` recipe trains); on a CPU in float32.
+best of each is kept (the machine may be shared). The model is held as the ``gpu`` recipe's
+trainer holds it on this machine (float32 on a CPU and, since that recipe turns mixed precision
+off, on a GPU too); ``--precision bf16`` holds it in bfloat16 under Accelerate's bf16 mixed
+precision, as a recipe with ``bf16`` trains.
 
 Usage: python benchmarks/bench_grpo_generation.py [--questions 6] [--samples 8] [--tokens 48]
        [--repeats 2] [--precision bf16|fp32] [--json PATH]
@@ -35,6 +36,7 @@ from conductor_env.agents.training.data import build_dataset
 from conductor_env.agents.training.model import load_tokenizer, resolve_model_path
 from conductor_env.agents.training.recipes import load_recipe
 from conductor_env.agents.training.reward import EnvFactory
+from conductor_env.agents.training.trl_config import grpo_options
 
 
 def prompt_ids(tokenizer: Any, questions: int, samples: int) -> list[list[int]]:
@@ -98,11 +100,11 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=48)
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--precision", choices=["bf16", "fp32"], default=None, help="default: bf16 on a CUDA GPU, fp32 on a CPU")
+    parser.add_argument("--precision", choices=["bf16", "fp32"], default=None, help="default: the gpu recipe's on this machine")
     parser.add_argument("--json", default=None, metavar="PATH")
     args = parser.parse_args()
     cuda = torch.cuda.is_available()
-    precision = args.precision or ("bf16" if cuda else "fp32")
+    precision = args.precision or ("bf16" if grpo_options(load_recipe("gpu").build(), cuda=cuda, vllm=False)["bf16"] else "fp32")
     tokenizer = load_tokenizer(resolve_model_path("gemma3-270m"))
     model = load_model(cuda, bf16=precision == "bf16")
     prompts = prompt_ids(tokenizer, args.questions, args.samples)
