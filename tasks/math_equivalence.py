@@ -12,16 +12,10 @@ without a ``__main__`` guard work, and each child gets an address-space limit be
 be driven to huge allocations by hostile input.
 
 math-verify drops units (``\\text{ cm}``, ``^\\circ``, ``\\$``) and base subscripts (``1011_2``)
-before comparing, so ``5\\text{ m}`` equals ``5\\text{ cm}`` and ``1011_3`` equals ``1011_2``
-there. A host-side pre-check (:func:`notation_mismatch`, no sympy) refuses those first: when
-the gold answer has a unit, an answer that names a different one is different, and when the gold
-answer is a numeral with a base subscript, an answer with another subscript is different. An
-answer without a unit or subscript (``5`` for ``5\\text{ cm}``, ``1011`` for ``1011_2``) is left
-to math-verify, as MATH graders accept it; spellings of one unit are the same unit
-(``\\text{ cm}``, ``\\mbox{cm}``, ``\\,\\text{centimeters}``; ``^\\circ`` and ``\\text{ degrees}``;
-``\\mbox{ inches}^2`` and ``\\text{ square inches}``). Units are read only from ``\\text{}``-like
-groups of letters after a number, ``^\\circ`` and ``\\$``; a unit math-verify reads otherwise
-(``5 cm`` as a product) is not checked here.
+before comparing, so ``5\\text{ m}`` equals ``5\\text{ cm}`` there; the host-side pre-check
+:func:`~conductor_env.tasks.math_notation.notation_mismatch` (no sympy) refuses an answer naming
+another unit or base than the gold answer's first, reading both in a normal form in which no
+spelling (``\\mathrm``, nested braces, a thin space before a subscript) hides one.
 """
 
 from __future__ import annotations
@@ -30,7 +24,6 @@ import atexit
 import json
 import os
 import queue
-import re
 import select
 import subprocess
 import sys
@@ -39,6 +32,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from conductor_env.tasks.math_notation import notation_mismatch
 
 __all__ = ["Equivalence", "MathEquivalence", "notation_mismatch", "shared_math_equivalence"]
 
@@ -62,108 +57,6 @@ class Equivalence:
     def equal(self) -> bool:
         """True only for a successful comparison that found the two equal."""
         return self.verdict == "equal"
-
-
-# ------------------------------------------------------------------ units and bases (host)
-
-# Every pattern below is linear: no two parts of one pattern can take the same characters.
-_TEXT_GROUP = re.compile(r"\\(?:text|textnormal|textrm|mbox|mathrm|rm)\s*\{([^{}]*)\}(\s*\^\s*(?:\{\s*\d\s*\}|\d))?")
-_DEGREES = re.compile(r"\^\s*(?:\\circ|\{\s*\\circ\s*\})|°|\\degree(?![A-Za-z])")
-_DOLLAR = re.compile(r"\\\$")
-_UNIT_WORDS = re.compile(r"[a-z][a-z.]*")
-_POWER_DIGIT = re.compile(r"\d")
-_DIGIT = re.compile(r"\d")
-# A numeral (digits, capital letters) with a base subscript, the whole gold answer: 1011_2,
-# 4210_{5}, (1011)_{(2)}, A1_{16}; and a subscript in an answer, after a digit, letter or bracket.
-_BASE_NUMERAL = re.compile(r"(?:\([ \t]*[0-9A-Z]+[ \t]*\)|[0-9A-Z]+)[ \t]*_[ \t]*(?:\{([^{}]*)\}|([0-9A-Za-z]))")
-_SUBSCRIPT = re.compile(r"(?<=[0-9A-Za-z)}])_[ \t]*(?:\{([^{}]*(?:\{[^{}]*\}[^{}]*)?)\}|([0-9A-Za-z]))")
-_BASE_NAMES = {"two": "2", "binary": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
-               "eight": "8", "octal": "8", "nine": "9", "ten": "10", "decimal": "10", "sixteen": "16", "hex": "16"}  # fmt: skip
-_POWER_WORDS = {"square": 2, "sq": 2, "cubic": 3, "cu": 3}
-#: Spellings of one unit (after a plural ``s`` is dropped from words of four letters or more).
-_UNIT_ALIASES = {
-    "centimeter": "cm", "centimetre": "cm", "meter": "m", "metre": "m", "millimeter": "mm", "millimetre": "mm",
-    "kilometer": "km", "kilometre": "km", "inche": "inch", "in": "inch", "foot": "ft", "feet": "ft", "yard": "yd",
-    "mile": "mi", "degree": "deg", "second": "s", "sec": "s", "minute": "min", "hour": "h", "hr": "h",
-    "gram": "g", "kilogram": "kg", "liter": "l", "litre": "l", "cent": "cent", "dollar": "dollar",
-}  # fmt: skip
-
-
-def _unit_name(content: str, power: str | None) -> str | None:
-    """A canonical unit from a ``\\text{}`` group's content and its ``^2``, or ``None`` for text
-    that is not a unit (digits, punctuation other than ``.``, no letters)."""
-    words = content.lower().replace("~", " ").split()
-    if not words or any(_UNIT_WORDS.fullmatch(word) is None for word in words):
-        return None
-    exponent = int(_POWER_DIGIT.search(power).group()) if power else 1
-    if len(words) > 1 and words[0].rstrip(".") in _POWER_WORDS:
-        exponent = exponent * _POWER_WORDS[words.pop(0).rstrip(".")]
-    names = []
-    for word in words:
-        word = word.strip(".")
-        if len(word) >= 4 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]
-        names.append(_UNIT_ALIASES.get(word, word))
-    name = " ".join(names)
-    return name if exponent == 1 else f"{name}^{exponent}"
-
-
-def _units(text: str) -> list[str]:
-    """The units a LaTeX answer names, sorted: ``\\text{}``-like groups of words, ``^\\circ``
-    (``deg``) and ``\\$`` (``dollar``); none unless a digit remains outside them (a boxed word,
-    ``\\text{Evelyn}``, is an answer, not a unit)."""
-    units: list[str] = []
-    rest: list[str] = []
-    position = 0
-    for group in _TEXT_GROUP.finditer(text):
-        name = _unit_name(group.group(1), group.group(2))
-        if name is not None:
-            units.append(name)
-            rest.append(text[position : group.start()])
-            position = group.end()
-    rest.append(text[position:])
-    remainder = " ".join(rest)
-    units += ["deg"] * len(_DEGREES.findall(remainder)) + ["dollar"] * len(_DOLLAR.findall(remainder))
-    return sorted(units) if _DIGIT.search(_DEGREES.sub(" ", remainder)) else []
-
-
-def _base_name(subscript: str) -> str:
-    """A base subscript's content without braces, parentheses, ``\\text`` or spaces: ``{(2)}`` -> ``2``."""
-    name = re.sub(r"\\(?:text|mathrm|textnormal|mbox|rm)|[\s{}()]|\\[,;! ]", "", subscript).lower()
-    name = name.removeprefix("base")
-    return _BASE_NAMES.get(name, name.lstrip("0") or "0")
-
-
-def notation_mismatch(gold: str, answer: str) -> str | None:
-    """Why ``answer`` names a different unit or base than ``gold``, or ``None``.
-
-    Only notation the gold answer has is checked, and an answer that leaves it out passes here
-    (math-verify then compares the values): ``5`` for ``5\\text{ cm}`` and ``1011`` for
-    ``1011_2`` are not refused, ``5\\text{ m}`` and ``1011_{10}`` are.
-
-    Args:
-        gold: The gold LaTeX answer (the contents of its ``\\boxed{}``).
-        answer: The candidate's.
-
-    Returns:
-        A reason (``the unit differs ...``, ``the base differs ...``), or ``None``.
-    """
-    gold_base = _BASE_NUMERAL.fullmatch(gold.strip())
-    if gold_base is not None:
-        base = _base_name(gold_base.group(1) if gold_base.group(1) is not None else gold_base.group(2))
-        if not base.isdigit() or int(base) < 2:  # x_1, A_n: an index, not a base
-            return None
-        for subscript in _SUBSCRIPT.finditer(answer):
-            named = _base_name(subscript.group(1) if subscript.group(1) is not None else subscript.group(2))
-            if named != base:
-                return f"the base differs: the gold answer is in base {base}, the answer names base {named}"
-        return None
-    gold_units = _units(gold)
-    if gold_units:
-        answer_units = _units(answer)
-        if answer_units and answer_units != gold_units:
-            return f"the unit differs: the gold answer is in {', '.join(gold_units)}, the answer in {', '.join(answer_units)}"
-    return None
 
 
 class _Child:

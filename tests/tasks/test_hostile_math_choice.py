@@ -194,15 +194,6 @@ def test_the_pre_check_leaves_other_answers_to_math_verify():
         assert notation_mismatch(gold, answer) is None, (gold, answer)
 
 
-def test_the_pre_check_is_linear_on_long_answers():
-    import time
-
-    for answer in ["_{" * 100_000, r"\text{" * 50_000, "1" + "_1" * 100_000, r"5\text{ cm}" * 20_000]:
-        started = time.perf_counter()
-        notation_mismatch(r"5\text{ cm}", answer), notation_mismatch("1011_2", answer)
-        assert time.perf_counter() - started < 1.0
-
-
 def math500_golds() -> list[str]:
     path = SHARED / "math500.jsonl"
     if not path.is_file():

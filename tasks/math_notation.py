@@ -1,0 +1,393 @@
+"""Units and base subscripts in LaTeX answers: the host-side pre-check math-verify needs.
+
+math-verify drops units (``\\text{ cm}``, ``^\\circ``, ``\\$``, a trailing ``cm``) and base
+subscripts (``1011_2``) before comparing, so ``5\\text{ m}`` equals ``5\\text{ cm}`` and
+``1011_3`` equals ``1011_2`` there. :func:`notation_mismatch` refuses those first: when the gold
+answer has a unit, an answer that names a different one is different, and when the gold answer is
+a numeral with a base subscript, an answer naming another base is different. An answer without a
+unit or base (``5`` for ``5\\text{ cm}``, ``1011`` for ``1011_2``) is left to math-verify, as
+MATH graders accept it.
+
+Both answers are read in a normal form first (:func:`normalise`), so a spelling cannot hide a
+unit or base: every text-like command (``\\mathrm``, ``\\textit``, ``\\operatorname``,
+``\\mbox``, ``\\hbox``, ``{\\rm ...}``, ...) becomes ``\\text{...}``, braces nested inside a
+text group or a sub/superscript are dropped (``\\text{{cm}}``), spacing commands (``\\,``,
+``\\;``, ``\\!``, ``~``, ``\\quad``, ``\\hspace{..}``) become a space, and spaces before a
+``_`` or ``^`` are removed (``1011\\,_{10}``). Adjacent text groups are one group
+(``\\text{ square}\\text{ inches}``). The normal form is built in one pass with an explicit
+stack, so answers built to be slow (braces 10,000 deep) cost linear time and no recursion.
+
+Spellings of one unit are the same unit (``cm``, ``centimeters``; ``^\\circ`` and ``degrees``;
+``inches^2`` and ``square inches``); a text group with letters that is not a plain unit
+(``\\text{ m2}``, ``\\text{ (m)}``) names a unit no gold answer has. Units are read from text
+groups after a number, ``^\\circ``, ``\\$`` and, in an answer to a gold answer with a unit, from
+words that end it after a number (``5 kg``).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["normalise", "notation_mismatch"]
+
+# ------------------------------------------------------------------------------ normal form
+
+#: Commands whose argument is text or an upright/styled symbol: read as ``\text{...}``.
+TEXT_COMMANDS = frozenset(
+    "text textrm textnormal textit textbf textsf texttt textup textsl textsc textmd textlf emph mbox hbox makebox fbox "
+    "mathrm mathit mathbf mathsf mathtt mathnormal mathup mathsfit mathbfit operatorname operatorname* boldsymbol bm pmb "
+    "unit si mathord mathop mathrel".split()
+)
+#: Declarations that style the rest of their group: ``{\\rm cm}``, ``\\rm cm``.
+TEXT_DECLARATIONS = frozenset("rm it bf sf tt sl sc up md normalfont rmfamily sffamily ttfamily itshape slshape upshape bfseries mdseries scshape".split())
+#: Spacing and style commands without an argument: read as a space.
+SPACING_COMMANDS = frozenset(
+    "quad qquad enspace enskip thinspace medspace thickspace negthinspace negmedspace negthickspace space nobreakspace "
+    "displaystyle textstyle scriptstyle scriptscriptstyle strut relax nolinebreak allowbreak".split()
+)
+#: Spacing commands with one braced argument, which is dropped: ``\\hspace{1em}``.
+SPACING_WITH_ARGUMENT = frozenset("hspace hspace* hphantom phantom vphantom mspace".split())
+#: Spacing commands with a bare dimension, which is dropped: ``\\kern1em``, ``\\mkern3mu``.
+SPACING_WITH_DIMENSION = frozenset("kern mkern hskip mskip".split())
+_TEXT_LIKE = TEXT_COMMANDS | TEXT_DECLARATIONS
+#: Symbols spelled as commands.
+SYMBOLS = {"textdegree": "^\\circ", "degree": "^\\circ", "textdollar": "\\$", "dollar": "\\$"}
+
+_COMMAND = re.compile(r"[A-Za-z]+\*?")
+_PLAIN_RUN = re.compile(r"[^\\{}_^~\s]+")
+_DIMENSION = re.compile(r"\s*-?[0-9.]*\s*[a-z]{0,2}")
+_SPACE = re.compile(r"\s")
+
+# Frame kinds of the scanner's stack.
+_PLAIN, _TEXT, _SCRIPT, _FLAT, _SKIP = range(5)
+
+
+class _Scanner:
+    """One left-to-right pass over a LaTeX string building its normal form (see :func:`normalise`)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.out: list[str] = []
+        self.stack: list[int] = []  # frame kinds; the frame's closing brace is decided by its kind
+        self.skipping = 0  # open _SKIP frames: output is dropped while any is open
+        self.text_close: int | None = None  # index in out of the last text group's "}" with only spaces after it
+
+    def emit(self, piece: str) -> None:
+        if self.skipping:
+            return
+        if piece.strip():
+            self.text_close = None
+        self.out.append(piece)
+
+    @property
+    def inside_text(self) -> bool:
+        return bool(self.stack) and self.stack[-1] in (_TEXT, _SCRIPT, _FLAT)
+
+    def skip_spaces(self, index: int) -> int:
+        """The index after spaces, spacing commands and ``~`` starting at ``index``."""
+        text = self.text
+        while index < len(text):
+            if text[index].isspace() or text[index] == "~":
+                index += 1
+            elif text.startswith("\\", index) and index + 1 < len(text) and text[index + 1] in ",;:!> ":
+                index += 2
+            elif text.startswith("\\", index) and (name := _COMMAND.match(text, index + 1)) and name.group() in SPACING_COMMANDS:
+                index = name.end()
+            else:
+                break
+        return index
+
+    def open(self, kind: int, brace: str) -> None:
+        if kind == _SKIP:
+            self.skipping += 1
+        elif kind != _FLAT:
+            self.emit(brace)
+        self.stack.append(kind)
+
+    def close(self) -> None:
+        if not self.stack:
+            self.emit("}")
+            return
+        kind = self.stack.pop()
+        if kind == _SKIP:
+            self.skipping -= 1
+        elif kind != _FLAT:
+            self.emit("}")
+            if kind == _TEXT and not self.skipping:
+                self.text_close = len(self.out) - 1
+
+    def open_text(self, index: int) -> int:
+        """After a text-like command: its argument as a text group; returns the index after what was read."""
+        index = self.skip_spaces(index)
+        text = self.text
+        if self.inside_text:
+            return index  # a command inside a text group or script: dropped, its braces are flat
+        if index < len(text) and text[index] == "{":
+            if self.text_close is not None and not self.skipping:
+                self.out[self.text_close] = " "  # \text{a}\text{b} is \text{a b}
+                self.text_close = None
+                self.stack.append(_TEXT)
+            else:
+                self.open(_TEXT, "\\text{")
+            return index + 1
+        if index < len(text) and text[index].isalnum():
+            self.emit("\\text{" + text[index] + "}")
+            self.text_close = None if self.skipping else len(self.out) - 1
+            return index + 1
+        return index
+
+    def declaration(self, index: int) -> int:
+        """After ``\\rm``-like declarations: the rest of the group (up to a brace, command or script) as a text group."""
+        start = self.skip_spaces(index)
+        if self.inside_text or (start < len(self.text) and self.text[start] == "{"):
+            return self.open_text(index)
+        end = start
+        while end < len(self.text) and self.text[end] not in "{}\\_^$":  # the rest of the group
+            end += 1
+        if end > start:
+            self.emit("\\text{" + self.text[start:end].replace("~", " ") + "}")
+            self.text_close = None if self.skipping else len(self.out) - 1
+        return end
+
+    def script(self, index: int) -> int:
+        """After ``_`` or ``^`` outside text: spaces before it are dropped, its argument braced and flat."""
+        while self.out and not self.skipping and not self.out[-1].strip():
+            self.out.pop()
+        if self.out and not self.skipping:
+            self.out[-1] = self.out[-1].rstrip()
+        self.emit(self.text[index])
+        index = self.skip_spaces(index + 1)
+        text = self.text
+        if index < len(text) and text[index] == "\\" and (name := _COMMAND.match(text, index + 1)) and name.group() in _TEXT_LIKE:
+            index = self.skip_spaces(name.end())
+            if index < len(text) and text[index] != "{":
+                if text[index].isalnum():
+                    self.emit("{" + text[index] + "}")
+                    return index + 1
+                return index
+        if index < len(text) and text[index] == "{":
+            self.open(_SCRIPT, "{")
+            return index + 1
+        return index
+
+    def command(self, index: int) -> int:
+        """At a backslash: one command; returns the index after it."""
+        text = self.text
+        name_match = _COMMAND.match(text, index + 1)
+        if name_match is None:
+            symbol = text[index + 1 : index + 2]
+            self.emit(" " if symbol in ",;:!> " else "\\" + symbol)
+            return index + 2
+        name, end = name_match.group(), name_match.end()
+        if name in TEXT_COMMANDS:
+            return self.open_text(end)
+        if name in TEXT_DECLARATIONS:
+            return self.declaration(end)
+        if name in SPACING_COMMANDS:
+            self.emit(" ")
+            return end
+        if name in SPACING_WITH_ARGUMENT:
+            self.emit(" ")
+            after = self.skip_spaces(end)
+            if after < len(text) and text[after] == "{":
+                self.open(_SKIP, "")
+                return after + 1
+            return end
+        if name in SPACING_WITH_DIMENSION:
+            self.emit(" ")
+            return _DIMENSION.match(text, end).end()  # type: ignore[union-attr]  # matches the empty string
+        if name in SYMBOLS:
+            self.emit(SYMBOLS[name])
+            return end
+        self.emit("\\" + name)
+        return end
+
+    def run(self) -> str:
+        text, index = self.text, 0
+        while index < len(text):
+            char = text[index]
+            if char == "\\":
+                index = self.command(index)
+            elif char == "{":
+                self.open(_FLAT if self.inside_text else _PLAIN, "{")
+                index += 1
+            elif char == "}":
+                self.close()
+                index += 1
+            elif char in "_^" and not self.inside_text:
+                index = self.script(index)
+            elif char == "~" or char.isspace():
+                self.emit(" ")
+                index += 1
+            else:
+                run = _PLAIN_RUN.match(text, index)
+                piece = run.group() if run is not None else char
+                self.emit(piece)
+                index += len(piece)
+        while self.stack:  # unclosed groups are closed at the end
+            self.close()
+        return "".join(self.out)
+
+
+def normalise(text: str) -> str:
+    """The normal form in which units and bases are read.
+
+    Every text-like command becomes ``\\text{...}`` (adjacent ones merge), braces inside a text
+    group, subscript or superscript are dropped, spacing commands and ``~`` become spaces and
+    spaces before ``_`` and ``^`` are removed. Linear in the length, with no recursion.
+
+    Args:
+        text: A LaTeX answer.
+
+    Returns:
+        Its normal form: ``5\\,\\mathrm{{cm}}`` -> ``5 \\text{cm}``, ``1011\\;_{\\text{ten}}`` -> ``1011_{ten}``.
+    """
+    return _Scanner(text).run()
+
+
+# ------------------------------------------------------------------------------ units
+
+# Every pattern below is linear: no two parts of one pattern can take the same characters.
+_TEXT_GROUP = re.compile(r"\\text\{([^{}]*)\}(\^\s*(?:\{\s*\d\s*\}|\d))?")
+_DEGREES = re.compile(r"\^\s*(?:\\circ|\{\s*\\circ\s*\})|°")
+_DOLLAR = re.compile(r"\\\$")
+_TRAILING_POWER = re.compile(r"\^\s*(?:\{\s*\d\s*\}|\d)$")
+_UNIT_WORDS = re.compile(r"[a-z][a-z.]*")
+_LETTER = re.compile(r"[A-Za-z]")
+_POWER_DIGIT = re.compile(r"\d")
+_DIGIT = re.compile(r"\d")
+_POWER_WORDS = {"square": 2, "sq": 2, "cubic": 3, "cu": 3}
+#: Spellings of one unit (after a plural ``s`` is dropped from words of four letters or more).
+_UNIT_ALIASES = {
+    "centimeter": "cm", "centimetre": "cm", "meter": "m", "metre": "m", "millimeter": "mm", "millimetre": "mm",
+    "kilometer": "km", "kilometre": "km", "inche": "inch", "in": "inch", "foot": "ft", "feet": "ft", "yard": "yd",
+    "mile": "mi", "degree": "deg", "second": "s", "sec": "s", "minute": "min", "hour": "h", "hr": "h",
+    "gram": "g", "kilogram": "kg", "liter": "l", "litre": "l", "cent": "cent", "dollar": "dollar",
+}  # fmt: skip
+
+
+def _unit_name(content: str, power: str | None, *, strict: bool) -> str | None:
+    """A canonical unit from a text group's content and its ``^2``.
+
+    Text without letters is not a unit (``None``). Text with letters that is not plain words
+    (``m2``, ``(m)``, ``m, really``) is ``None`` when ``strict`` is false (the gold answer's side:
+    not a unit to check) and itself, quoted, when true (the answer's: a unit no gold answer names).
+    """
+    words = content.lower().split()
+    if not words or _LETTER.search(content) is None:
+        return None
+    if any(_UNIT_WORDS.fullmatch(word) is None for word in words):
+        return repr(" ".join(words)) if strict else None
+    exponent = int(_POWER_DIGIT.search(power).group()) if power else 1  # type: ignore[union-attr]  # power holds a digit
+    if len(words) > 1 and words[0].rstrip(".") in _POWER_WORDS:
+        exponent = exponent * _POWER_WORDS[words.pop(0).rstrip(".")]
+    names = []
+    for word in words:
+        word = word.strip(".")
+        if len(word) >= 4 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        names.append(_UNIT_ALIASES.get(word, word))
+    name = " ".join(names)
+    return name if exponent == 1 else f"{name}^{exponent}"
+
+
+def _trailing_unit(remainder: str) -> tuple[str, int] | None:
+    """The unit that words ending ``remainder`` after a number or ``}`` name (``5 kg``, ``5 cm^2``)
+    and where they start, or ``None``; read from the end in linear time."""
+    end = len(remainder.rstrip())
+    power = _TRAILING_POWER.search(remainder, 0, end)
+    if power is not None:
+        end = len(remainder[: power.start()].rstrip())
+    start = end
+    while start > 0 and (remainder[start - 1].isascii() and (remainder[start - 1].isalpha() or remainder[start - 1] in ". ")):
+        start -= 1
+    words = remainder[start:end].lstrip(". ")
+    start = end - len(words)
+    before = remainder[:start].rstrip()
+    if not words or not before or before[-1] not in "0123456789}":
+        return None
+    name = _unit_name(words, power.group() if power else None, strict=True)
+    return None if name is None else (name, start)
+
+
+def _units(normal: str, *, answer: bool) -> list[str]:
+    """The units a normalised answer names, sorted: text groups of words, ``^\\circ`` (``deg``),
+    ``\\$`` (``dollar``) and, for an ``answer``, words that end it; none unless a digit remains
+    outside them (a boxed word, ``\\text{Evelyn}``, is an answer, not a unit)."""
+    units: list[str] = []
+    rest: list[str] = []
+    position = 0
+    for group in _TEXT_GROUP.finditer(normal):
+        name = _unit_name(group.group(1), group.group(2), strict=answer)
+        if name is not None:
+            units.append(name)
+            rest.append(normal[position : group.start()])
+            position = group.end()
+    rest.append(normal[position:])
+    remainder = " ".join(rest)
+    units += ["deg"] * len(_DEGREES.findall(remainder)) + ["dollar"] * len(_DOLLAR.findall(remainder))
+    remainder = _DEGREES.sub(" ", remainder)
+    if answer and (trailing := _trailing_unit(remainder)) is not None:
+        units.append(trailing[0])
+        remainder = remainder[: trailing[1]]
+    return sorted(units) if _DIGIT.search(remainder) else []
+
+
+# ------------------------------------------------------------------------------ bases
+
+# A numeral (digits, capital letters) with a base subscript, the whole gold answer: 1011_2,
+# 4210_{5}, (1011)_{(2)}, A1_{16}; and a subscript in an answer, after a digit, letter or bracket.
+_BASE_NUMERAL = re.compile(r"(?:\([ \t]*[0-9A-Z]+[ \t]*\)|\{[ \t]*[0-9A-Z]+[ \t]*\}|[0-9A-Z]+)_(?:\{([^{}]*)\}|([0-9A-Za-z]))")
+_SUBSCRIPT = re.compile(r"(?<=[0-9A-Za-z)}])_(?:\{([^{}]*)\}|([0-9A-Za-z]))")
+_BASE_NAMES = {"two": "2", "binary": "2", "three": "3", "ternary": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
+               "eight": "8", "octal": "8", "nine": "9", "ten": "10", "decimal": "10", "sixteen": "16", "hex": "16",
+               "hexadecimal": "16"}  # fmt: skip
+#: A base named in words in an answer: ``\\text{ in base 3}``, ``\\text{base} 3``, ``(binary)``.
+_BASE_WORDS = re.compile(rf"(?<![a-z])(?:base[\s{{}}-]*([0-9]+|{'|'.join(_BASE_NAMES)})|({'|'.join(_BASE_NAMES)}))(?![a-z])")
+_BASE_JUNK = re.compile(r"\\text|[\s{}()-]")
+
+
+def _base_name(subscript: str) -> str:
+    """A base subscript's content without ``\\text``, braces, parentheses or spaces: ``{(2)}`` -> ``2``."""
+    name = _BASE_JUNK.sub("", subscript).lower().removeprefix("base")
+    return _BASE_NAMES.get(name, name.lstrip("0") or "0")
+
+
+def _named_bases(normal: str) -> list[str]:
+    """The bases an answer names: its subscripts and ``base N`` or ``binary``-like words."""
+    bases = [_base_name(found.group(1) if found.group(1) is not None else found.group(2)) for found in _SUBSCRIPT.finditer(normal)]
+    bases += [_base_name(found.group(1) or found.group(2)) for found in _BASE_WORDS.finditer(normal.lower())]
+    return bases
+
+
+def notation_mismatch(gold: str, answer: str) -> str | None:
+    """Why ``answer`` names a different unit or base than ``gold``, or ``None``.
+
+    Only notation the gold answer has is checked, and an answer that leaves it out passes here
+    (math-verify then compares the values): ``5`` for ``5\\text{ cm}`` and ``1011`` for
+    ``1011_2`` are not refused, ``5\\text{ m}``, ``5\\,\\mathit{m}``, ``5 kg``, ``1011_{10}`` and
+    ``1011\\,_{\\rm ten}`` are. Both are read in :func:`normalise`'s form.
+
+    Args:
+        gold: The gold LaTeX answer (the contents of its ``\\boxed{}``).
+        answer: The candidate's.
+
+    Returns:
+        A reason (``the unit differs ...``, ``the base differs ...``), or ``None``.
+    """
+    normal_gold = normalise(gold).strip()
+    gold_base = _BASE_NUMERAL.fullmatch(normal_gold)
+    if gold_base is not None:
+        base = _base_name(gold_base.group(1) if gold_base.group(1) is not None else gold_base.group(2))
+        if not base.isdigit() or int(base) < 2:  # x_1, A_n: an index, not a base
+            return None
+        for named in _named_bases(normalise(answer)):
+            if named != base:
+                return f"the base differs: the gold answer is in base {base}, the answer names base {named}"
+        return None
+    gold_units = _units(normal_gold, answer=False)
+    if gold_units:
+        answer_units = _units(normalise(answer), answer=True)
+        if answer_units and answer_units != gold_units:
+            return f"the unit differs: the gold answer is in {', '.join(gold_units)}, the answer in {', '.join(answer_units)}"
+    return None
