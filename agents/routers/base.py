@@ -1,16 +1,16 @@
 """Learned routers as Conductor policies (``router:<kind>:<checkpoint folder>``): the base and the kinds' registry.
 
 A :class:`Router` is a :class:`~conductor_env.agents.base.Policy` built from a
-:class:`~conductor_env.agents.router_checkpoint.RouterCheckpoint` (a small folder). It reads the
+:class:`~conductor_env.agents.routers.checkpoint.RouterCheckpoint` (a small folder). It reads the
 question, embeds it with the offline sentence encoder
-(:mod:`~conductor_env.agents.router_encoder`) and writes a workflow: subclasses implement
+(:mod:`~conductor_env.agents.routers.encoder`) and writes a workflow: subclasses implement
 :meth:`Router.route`, which returns one :class:`~conductor_env.workflow.Workflow` (or workflow
 text) per observation, so a router may write any workflow (MASRouter's chains and
 parallel-then-aggregate); :meth:`Router.candidates` maps the checkpoint's workers onto the ids an
 observation shows. :class:`ScoreRouter` is the common case: predict each worker's ``target`` and
 cost for the question and send it to the worker with the best ``target - λ * cost`` (ties go to
 the worker listed first in the checkpoint), one step that solves the task and gives the final
-answer. The kinds: :mod:`~conductor_env.agents.router_knn`, :mod:`~conductor_env.agents.router_mlp`;
+answer. The kinds: :mod:`~conductor_env.agents.routers.knn`, :mod:`~conductor_env.agents.routers.mlp`;
 training lives in :mod:`conductor_env.agents.training.routers` (``conductor-env train router``);
 docs/ROUTERS.md describes each kind. A new kind is a :class:`Router` subclass with a ``kind`` and a
 line in :data:`ROUTER_KINDS` (``"module:Class"``, imported only when a spec names the kind).
@@ -19,9 +19,13 @@ Workers are matched by name: through the observation's ``worker_names`` when the
 names, else through the pool (the ``pool`` option: the whole pool in its order), else by position
 when the episode shows exactly as many workers as the router knows. A checkpoint trained on
 other workers than the pool's is refused when the router is built. A checkpoint keyed by
-description (``worker_key = "description"``, :mod:`~conductor_env.agents.router_described`)
-knows no names: it scores every shown worker from its description's embedding, on any pool whose
-workers have descriptions (kinds with :attr:`ScoreRouter.describes`).
+description (``worker_key = "description"``: one parameter of each kind's router, saved in its
+checkpoint) knows no names: it scores every shown worker from its description's embedding, read
+from the observation's ``worker_descriptions`` (:func:`shown_descriptions`; entry ``i`` describes
+shown id ``i``, filled when the env shows names), on any pool whose workers have descriptions
+(kinds with :attr:`Router.describes`). A worker without a description is never routed by a guess:
+its episode gets an action saying why (score 0), and a ``pool`` given up front is checked the same
+way (:func:`check_pool_descriptions`).
 
 Routers are deterministic: a question is embedded alone (never padded beside other questions),
 so an episode gets the same workflow at any ``--concurrency``, on Ray and in a rerun.
@@ -40,9 +44,8 @@ import numpy as np
 
 from conductor_env.agents.base import Observation, Policy
 from conductor_env.agents.baselines import single_workflow, worker_ids
-from conductor_env.agents.router_checkpoint import CheckpointError, RouterCheckpoint
-from conductor_env.agents.router_described import DescriptionError, check_pool_descriptions, shown_descriptions
-from conductor_env.agents.router_encoder import SentenceEncoder, shared_encoder
+from conductor_env.agents.routers.checkpoint import CheckpointError, RouterCheckpoint
+from conductor_env.agents.routers.encoder import SentenceEncoder, shared_encoder
 from conductor_env.workflow import Workflow
 
 #: How the action of an observation a router cannot answer begins (the reason follows).
@@ -51,6 +54,49 @@ UNROUTABLE = "cannot route this episode:"
 
 class RouterError(ValueError):
     """A router cannot answer an observation (its workers are not the episode's)."""
+
+
+class DescriptionError(ValueError):
+    """An observation does not give a description for every shown worker."""
+
+
+def shown_descriptions(observation: Observation) -> list[tuple[int, str]]:
+    """Returns ``(shown id, description)`` for every shown worker, in shown-id order.
+
+    Raises:
+        DescriptionError: When names are hidden (and so the descriptions), or a shown worker's
+            description is missing or empty.
+    """
+    names = [str(n) for n in (observation.get("worker_names") or ())]
+    texts = [str(t) for t in (observation.get("worker_descriptions") or ())]
+    shown = worker_ids(observation)
+    if not shown or not all(i < len(names) and names[i] for i in shown):
+        raise DescriptionError("the episode hides the workers' names and so their descriptions (show them with --env-option show_names=true)")
+    out = []
+    for i in shown:
+        description = texts[i].strip() if i < len(texts) else ""
+        if not description:
+            raise DescriptionError(f"worker {i} ({names[i]!r}) has no description, and a description-keyed router scores workers by their descriptions only")
+        out.append((i, description))
+    return out
+
+
+def check_pool_descriptions(pool: Any) -> None:
+    """Checks that every worker of a pool has a description.
+
+    Args:
+        pool: A :class:`~conductor_env.workers.pool.WorkerPool` (a family, whose specs are
+            placeholder slots, is not checked: its draws are checked per episode).
+
+    Raises:
+        DescriptionError: Naming the workers without one.
+    """
+    if getattr(pool, "family", None) is not None:
+        return
+    specs: Sequence[Any] = getattr(pool, "specs", ()) or ()
+    empty = [s.name for s in specs if not str(getattr(s, "description", "") or "").strip()]
+    if empty:
+        raise DescriptionError(f"the pool's workers {empty} have no description, and a description-keyed router scores workers by their descriptions only")
 
 
 def pool_names(pool: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -277,11 +323,11 @@ class ScoreRouter(Router):
 
 #: Router kind -> the class that plays it.
 ROUTER_KINDS: dict[str, str] = {
-    "knn": "conductor_env.agents.router_knn:KNNRouter",
-    "mlp": "conductor_env.agents.router_mlp:MLPRouter",
-    "masrouter": "conductor_env.agents.router_masrouter:MASRouter",
-    "routerdc": "conductor_env.agents.router_routerdc:RouterDCRouter",
-    "smoothie": "conductor_env.agents.router_smoothie:SmoothieRouter",
+    "knn": "conductor_env.agents.routers.knn:KNNRouter",
+    "mlp": "conductor_env.agents.routers.mlp:MLPRouter",
+    "masrouter": "conductor_env.agents.routers.masrouter:MASRouter",
+    "routerdc": "conductor_env.agents.routers.routerdc:RouterDCRouter",
+    "smoothie": "conductor_env.agents.routers.smoothie:SmoothieRouter",
 }
 
 

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from conductor_env.agents.router_encoder import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH
+from conductor_env.agents.routers.encoder import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH
 
 CONFIG_NAME = "router.json"
 WEIGHTS_NAME = "weights.safetensors"

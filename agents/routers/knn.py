@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from conductor_env.agents.router_checkpoint import CheckpointError, RouterCheckpoint, require_arrays
-from conductor_env.agents.routers import ScoreRouter
+from conductor_env.agents.routers.base import ScoreRouter
+from conductor_env.agents.routers.checkpoint import CheckpointError, RouterCheckpoint, require_arrays
 
 #: Neighbours per question when the checkpoint does not say.
 DEFAULT_K = 10

@@ -1,7 +1,7 @@
 """``router:masrouter:<folder>``: MASRouter (Yue et al., ACL 2025), a cascade that picks a collaboration
 mode, a number of agents and a worker for each agent, and writes the workflow they make.
 
-The network is :class:`~conductor_env.agents.router_masrouter_net.MasRouterNet`; training
+The network is :class:`~conductor_env.agents.routers.masrouter_net.MasRouterNet`; training
 (REINFORCE on the env's own reward, episodes played in the pool) is
 :mod:`conductor_env.agents.training.routers.masrouter`. The original's modes become workflows of
 this package's language (:data:`MODES`), each agent one step with a fixed role (:data:`ROLES`):
@@ -18,7 +18,7 @@ workflow (at any ``--concurrency``, on Ray, in a rerun). Arrays: ``net.*`` (the 
 ``name : description`` the router was trained with). Keyed by description (``worker_key =
 "description"``) there is no ``worker_text``: each episode's worker rows are the embeddings of its
 shown workers' descriptions, read from the observation
-(:func:`~conductor_env.agents.router_described.shown_descriptions`), so the router plays pools it
+(:func:`~conductor_env.agents.routers.base.shown_descriptions`), so the router plays pools it
 never saw. docs/ROUTERS.md lists where this differs from the original.
 """
 
@@ -30,8 +30,8 @@ import numpy as np
 
 from conductor_env.agents.base import Observation, max_steps
 from conductor_env.agents.baselines import AGGREGATE, ATTEMPT, FINAL_FORMAT, SOLVE, VERIFY
-from conductor_env.agents.router_checkpoint import CheckpointError, RouterCheckpoint, require_arrays
-from conductor_env.agents.routers import Router
+from conductor_env.agents.routers.base import Router
+from conductor_env.agents.routers.checkpoint import CheckpointError, RouterCheckpoint, require_arrays
 from conductor_env.workflow import Step, Workflow
 
 CRITIQUE = "Critique the solution above: find every mistake or gap and say how to fix it. Do not write a new solution."
@@ -162,7 +162,7 @@ class MASRouter(Router):
         """Returns each observation's mode index and its agents' shown worker ids (greedy, one question at a time)."""
         import torch
 
-        from conductor_env.agents.router_masrouter_net import Texts
+        from conductor_env.agents.routers.masrouter_net import Texts
 
         embeddings = torch.from_numpy(self.embed(observations))
         out = []
@@ -180,7 +180,7 @@ class MASRouter(Router):
 
 
 def load_net(checkpoint: RouterCheckpoint) -> Any:
-    """Builds the checkpoint's :class:`~conductor_env.agents.router_masrouter_net.MasRouterNet`.
+    """Builds the checkpoint's :class:`~conductor_env.agents.routers.masrouter_net.MasRouterNet`.
 
     Raises:
         CheckpointError: When the params or arrays do not describe the network.
@@ -193,7 +193,7 @@ def load_net(checkpoint: RouterCheckpoint) -> Any:
         raise CheckpointError(f"masrouter checkpoint: params temps must be three positive numbers, got {temps!r}")
     shapes: dict[str, tuple[int | str, ...]] = {"mode_text": (len(MODES), "D"), "role_text": (len(ROLES), "D")}
     require_arrays(checkpoint, shapes if checkpoint.worker_key == "description" else {**shapes, "worker_text": ("W", "D")})
-    from conductor_env.agents.router_masrouter_net import MasRouterNet
+    from conductor_env.agents.routers.masrouter_net import MasRouterNet
 
     try:
         return MasRouterNet.from_arrays(checkpoint.arrays, dim=checkpoint.encoder_dim, hidden=int(hidden), max_agents=int(agents), temps=(float(temps[0]), float(temps[1]), float(temps[2])))  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ N(0, 0.1²) prior) whose latent vectors are compared by cosine similarity over a
 3. the number determiner: a categorical over 1..S agents from the question's latent vector and
    the chosen mode's, masked to the counts that mode allows;
 4. the role allocator: each agent's role (fixed by the mode, see
-   :mod:`~conductor_env.agents.router_masrouter`) is accumulated into a layer-normed role history,
+   :mod:`~conductor_env.agents.routers.masrouter`) is accumulated into a layer-normed role history,
    as the original's allocator does;
 5. the LLM router: per agent, softmax over the shown workers of
    ``cos(W[query ctx, mode ctx, role history], worker_z) / t_worker``.

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from conductor_env.agents.router_checkpoint import RouterCheckpoint, require_arrays
-from conductor_env.agents.routers import ScoreRouter
+from conductor_env.agents.routers.base import ScoreRouter
+from conductor_env.agents.routers.checkpoint import RouterCheckpoint, require_arrays
 
 
 class MLPRouter(ScoreRouter):

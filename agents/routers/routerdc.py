@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from conductor_env.agents.router_checkpoint import CheckpointError, RouterCheckpoint, require_arrays
-from conductor_env.agents.routers import ScoreRouter
+from conductor_env.agents.routers.base import ScoreRouter
+from conductor_env.agents.routers.checkpoint import CheckpointError, RouterCheckpoint, require_arrays
 
 #: The released code's temperature (``--tempreture 1``).
 DEFAULT_TEMPERATURE = 1.0

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from conductor_env.agents.router_checkpoint import CheckpointError, RouterCheckpoint, require_arrays
-from conductor_env.agents.routers import ScoreRouter
+from conductor_env.agents.routers.base import ScoreRouter
+from conductor_env.agents.routers.checkpoint import CheckpointError, RouterCheckpoint, require_arrays
 
 #: Neighbours per question unless told otherwise (the released experiments sweep 1 to 20).
 DEFAULT_K = 20

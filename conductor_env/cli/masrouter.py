@@ -34,7 +34,7 @@ def run_episode_kind(args: argparse.Namespace) -> int:
     Raises:
         UsageError: For missing or contradictory arguments, or a training error.
     """
-    from conductor_env.agents.router_encoder import DEFAULT_ENCODER, EncoderError
+    from conductor_env.agents.routers.encoder import DEFAULT_ENCODER, EncoderError
     from conductor_env.envs.setup import SetupError
     from conductor_env.evaluation.setup import EvalConfigError, parse_option_values
     from conductor_env.options import EnvOptionError, parse_key_values

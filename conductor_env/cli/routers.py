@@ -219,7 +219,7 @@ def run_train_router_command(args: argparse.Namespace) -> int:
     """Handler of ``conductor-env train router``."""
     import math
 
-    from conductor_env.agents.router_encoder import DEFAULT_ENCODER, EncoderError
+    from conductor_env.agents.routers.encoder import DEFAULT_ENCODER, EncoderError
     from conductor_env.options import parse_key_values
 
     if not math.isfinite(args.price_weight) or args.price_weight < 0:

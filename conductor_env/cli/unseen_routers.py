@@ -53,7 +53,7 @@ def family_routers(kinds: Sequence[str], out: str, env_options: dict, say: Calla
         say: Where progress lines go.
     """
     from conductor_env.agents.training.routers.masrouter import train_masrouter
-    from conductor_env.agents.training.routers.train import train_described
+    from conductor_env.agents.training.routers.train import train_router
     from conductor_env.cli.routers import routers_data
     from conductor_env.evaluation.unseen import ENV_ID
 
@@ -73,6 +73,6 @@ def family_routers(kinds: Sequence[str], out: str, env_options: dict, say: Calla
         else:
             if table is None:
                 table = routers_data(env_id=ENV_ID, pool=FAMILY, pools=POOLS, out=os.path.join(root, "data"), n=QUESTIONS, env_options=env_options, suite_options=SUITE_OPTIONS, concurrency=16)
-            trained = train_described(kind, table, folder, target="score", price_weight=price_weight)
+            trained = train_router(kind, table, folder, target="score", price_weight=price_weight, workers="description")
         say(trained.summary())
     return specs

@@ -69,7 +69,7 @@ def test_routers_flag_refuses_kinds_without_a_description_mode(tmp_path: Path) -
 
 @pytest.mark.slow
 def test_family_routers_train_on_the_training_part_once_and_play_unseen_pools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from conductor_env.agents.router_checkpoint import RouterCheckpoint
+    from conductor_env.agents.routers.checkpoint import RouterCheckpoint
     from conductor_env.cli import unseen_routers
     from conductor_env.evaluation.unseen import ENV_OPTIONS, UnseenRun, run_unseen
 

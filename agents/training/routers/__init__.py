@@ -1,8 +1,11 @@
 """Training the learned routers (``conductor-env train router``) and their data table.
 
-:mod:`.table` reads and writes the per-question, per-worker router-data table;
-:mod:`.train` embeds its questions and fits a kind (:mod:`.knn`, :mod:`.mlp`) into a checkpoint
-folder that ``router:<kind>:<folder>`` plays (:mod:`conductor_env.agents.routers`).
+The modules mirror :mod:`conductor_env.agents.routers`: one per router kind (:mod:`.knn`,
+:mod:`.mlp`, :mod:`.routerdc`, :mod:`.smoothie`, each with its fit keyed by name and, where the
+kind has one, keyed by description; :mod:`.masrouter`, which trains on episodes), plus the data
+they read: :mod:`.table` (the per-question, per-worker router-data table) and :mod:`.pairs` (the
+same table as (question, worker) pairs, keyed by description). :mod:`.train` embeds a table and
+fits a kind into a checkpoint folder that ``router:<kind>:<folder>`` plays.
 """
 
 from conductor_env.agents.training.routers.table import RouterTable, TableError, read_table, rows_from_records, write_table

@@ -27,10 +27,10 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from conductor_env.agents.router_checkpoint import RouterCheckpoint
-from conductor_env.agents.router_encoder import DEFAULT_ENCODER, SentenceEncoder, shared_encoder
-from conductor_env.agents.router_masrouter import MODES, ROLES, MASRouter, allowed_counts, build_mode_workflow, roles_of, texts_of
-from conductor_env.agents.routers import pool_names
+from conductor_env.agents.routers.base import pool_names
+from conductor_env.agents.routers.checkpoint import RouterCheckpoint
+from conductor_env.agents.routers.encoder import DEFAULT_ENCODER, SentenceEncoder, shared_encoder
+from conductor_env.agents.routers.masrouter import MODES, ROLES, MASRouter, allowed_counts, build_mode_workflow, roles_of, texts_of
 from conductor_env.envs.setup import EnvSetup
 from conductor_env.event_loop import run_sync
 
@@ -185,7 +185,7 @@ class _Run:
     def __init__(self, setup: EnvSetup, parts: Any, encoder: SentenceEncoder, settings: dict[str, Any], seed: int, *, by_description: bool = False) -> None:
         import torch
 
-        from conductor_env.agents.router_masrouter_net import MasRouterNet, Texts
+        from conductor_env.agents.routers.masrouter_net import MasRouterNet, Texts
 
         self.setup, self.parts, self.encoder, self.seed = setup, parts, encoder, seed
         self.batch, self.settings = int(settings["batch"]), settings
@@ -260,7 +260,7 @@ class _Run:
         import torch
         import torch.nn.functional as F
 
-        from conductor_env.agents.router_masrouter_net import Texts
+        from conductor_env.agents.routers.masrouter_net import Texts
 
         jobs = [(self.problems[p].id, self.seed * 1_000_003 + step * self.batch + i) for i, p in enumerate(picks)]
         observations = [obs for obs, _ in run_sync(_gather(env.areset(seed=s, options={"problem_id": pid}) for env, (pid, s) in zip(self.envs, jobs)))]

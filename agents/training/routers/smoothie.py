@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from conductor_env.agents.router_encoder import SentenceEncoder
-from conductor_env.agents.router_smoothie import DEFAULT_K, VARIANTS
+from conductor_env.agents.routers.encoder import SentenceEncoder
+from conductor_env.agents.routers.smoothie import DEFAULT_K, VARIANTS
 from conductor_env.agents.training.routers.table import RouterTable
 
 

@@ -1,4 +1,9 @@
-"""``conductor-env train router``: embed a router-data table's questions, fit a router kind, save its folder."""
+"""``conductor-env train router``: embed a router-data table's questions, fit a router kind, save its folder.
+
+Each kind's fits live in the module of its name (:mod:`.knn`, :mod:`.mlp`, :mod:`.routerdc`,
+:mod:`.smoothie`; MASRouter trains on episodes, :mod:`.masrouter`), one per way the router knows
+a worker (``workers``: ``name`` or ``description``, saved as the checkpoint's ``worker_key``).
+"""
 
 from __future__ import annotations
 
@@ -7,29 +12,37 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import numpy as np
 
-from conductor_env.agents.router_checkpoint import TARGETS, WORKER_KEYS, RouterCheckpoint
-from conductor_env.agents.router_encoder import DEFAULT_ENCODER, SentenceEncoder, shared_encoder
-from conductor_env.agents.training.routers.described import fit_knn_pairs, fit_mlp_pairs
-from conductor_env.agents.training.routers.knn import fit_knn
-from conductor_env.agents.training.routers.mlp import fit_mlp
-from conductor_env.agents.training.routers.pairs import read_pairs
-from conductor_env.agents.training.routers.routerdc import fit_routerdc
-from conductor_env.agents.training.routers.routerdc_described import fit_routerdc_pairs
+from conductor_env.agents.routers.checkpoint import TARGETS, WORKER_KEYS, RouterCheckpoint
+from conductor_env.agents.routers.encoder import DEFAULT_ENCODER, SentenceEncoder, shared_encoder
+from conductor_env.agents.training.routers.knn import fit_knn, fit_knn_pairs
+from conductor_env.agents.training.routers.mlp import fit_mlp, fit_mlp_pairs
+from conductor_env.agents.training.routers.pairs import PairTable, read_pairs
+from conductor_env.agents.training.routers.routerdc import fit_routerdc, fit_routerdc_pairs
 from conductor_env.agents.training.routers.smoothie import fit_smoothie
 from conductor_env.agents.training.routers.table import RouterTable, read_table, table_path
 
-#: A kind's fit: (table, embeddings, target=, seed=, **params) -> (arrays, params); a fit with an
-#: ``encoder`` parameter also gets the sentence encoder (to embed more than the questions).
+#: A kind's fit keyed by name: (table, embeddings, target=, seed=, **params) -> (arrays, params);
+#: a fit with an ``encoder`` parameter also gets the sentence encoder (to embed more than the
+#: questions). Keyed by description: (pairs, question embeddings, description embeddings,
+#: target=, seed=, **params) -> (arrays, params).
 Fit = Callable[..., tuple[dict[str, np.ndarray], dict[str, Any]]]
-#: Router kind -> its fit function.
-TRAINERS: dict[str, Fit] = {"knn": fit_knn, "mlp": fit_mlp, "routerdc": fit_routerdc, "smoothie": fit_smoothie}
-#: Router kind -> its fit keyed by description: (pairs, question embeddings, description
-#: embeddings, target=, seed=, **params) -> (arrays, params).
-DESCRIPTION_TRAINERS: dict[str, Fit] = {"knn": fit_knn_pairs, "mlp": fit_mlp_pairs, "routerdc": fit_routerdc_pairs}
+#: Router kind -> how it knows a worker (``name`` or ``description``, the checkpoint's
+#: ``worker_key``) -> its fit, from the kind's module. A kind without a ``description`` entry
+#: plays its training pool only.
+TRAINERS: dict[str, dict[str, Fit]] = {
+    "knn": {"name": fit_knn, "description": fit_knn_pairs},
+    "mlp": {"name": fit_mlp, "description": fit_mlp_pairs},
+    "routerdc": {"name": fit_routerdc, "description": fit_routerdc_pairs},
+    "smoothie": {"name": fit_smoothie},
+}
+
+
+#: The table's metadata a checkpoint records in ``trained_on``.
+PROVENANCE = ("env_id", "pool", "split", "seed", "samples", "env_options", "suite_options")
 
 
 @dataclass(frozen=True)
@@ -89,10 +102,12 @@ def train_router(
             ``weight_decay`` for mlp).
         workers: ``name`` (the arrays have one column per worker of the table's pool) or
             ``description`` (the router scores any worker from its description's embedding; the
-            table may span many pools: :func:`train_described`).
+            table may span many pools: ``routers data --pools N``). A kind's fit for each is
+            in its module (:data:`TRAINERS`).
 
     Raises:
-        ValueError: For an unknown kind or target, a bad parameter, or a table that cannot be read.
+        ValueError: For an unknown kind or target, a kind without the ``workers`` mode, a bad
+            parameter, or a table that cannot be read (as pairs, keyed by description).
         TypeError: For a parameter the kind does not take.
     """
     if kind not in TRAINERS:
@@ -101,98 +116,46 @@ def train_router(
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
     if workers not in WORKER_KEYS:
         raise ValueError(f"workers must be one of {WORKER_KEYS}, got {workers!r}")
+    if workers not in TRAINERS[kind]:
+        described = sorted(k for k, fits in TRAINERS.items() if "description" in fits)
+        raise ValueError(f"the {kind} router has no description-keyed mode; kinds with one: {', '.join(described)}")
+    table: RouterTable | PairTable
     if workers == "description":
         if isinstance(data, RouterTable):
             raise ValueError("a description-keyed router trains from a table file (it reads the rows' descriptions), not a loaded table")
-        return train_described(kind, data, out, target=target, price_weight=price_weight, seed=seed, encoder=encoder, params=params)
-    table = data if isinstance(data, RouterTable) else read_table(data)
+        table = read_pairs(data)
+    else:
+        table = data if isinstance(data, RouterTable) else read_table(data)
     model = encoder if isinstance(encoder, SentenceEncoder) else shared_encoder(encoder)
     started = time.perf_counter()
     model.dim  # loads the model
     loaded = time.perf_counter()
-    embeddings = model.encode(list(table.questions))
+    # Keyed by name a fit gets the questions' embeddings; keyed by description also the descriptions'.
+    embeddings = [model.encode(list(table.questions))] + ([model.encode(list(table.descriptions))] if isinstance(table, PairTable) else [])
     embedded = time.perf_counter()
-    fit = TRAINERS[kind]
+    fit = TRAINERS[kind][workers]
     extra: dict[str, Any] = {"encoder": model} if "encoder" in inspect.signature(fit).parameters else {}
-    arrays, used = fit(table, embeddings, target=target, seed=seed, **extra, **(params or {}))
+    arrays, used = fit(table, *embeddings, target=target, seed=seed, **extra, **(params or {}))
     fitted = time.perf_counter()
-    source = {"table": str(table_path(data)) if not isinstance(data, RouterTable) else "memory", "rows": len(table.questions)}
-    checkpoint, folder = _save(
-        out,
-        model,
-        _provenance(source, table.meta),
-        kind=kind,
-        workers=table.workers,
-        arrays=arrays,
-        shown_names=table.shown_names,
-        descriptions=table.descriptions,
-        params=used,
-        price_weight=price_weight,
-        target=target,
-        encoder_dim=int(embeddings.shape[1]),
-    )
-    return TrainedRouter(checkpoint, folder, len(table.questions), loaded - started, embedded - loaded, fitted - embedded)
+    fields, rows = _table_fields(table, data)
+    checkpoint, folder = _save(out, model, kind=kind, arrays=arrays, params=used, price_weight=price_weight, target=target, encoder_dim=int(embeddings[0].shape[1]), worker_key=workers, **fields)
+    return TrainedRouter(checkpoint, folder, rows, loaded - started, embedded - loaded, fitted - embedded)
 
 
-def train_described(
-    kind: str,
-    data: str | os.PathLike[str],
-    out: str | os.PathLike[str],
-    *,
-    target: str = "score",
-    price_weight: float = 0.0,
-    seed: int = 0,
-    encoder: str | SentenceEncoder = DEFAULT_ENCODER,
-    params: dict[str, Any] | None = None,
-) -> TrainedRouter:
-    """Trains a router keyed by description (``worker_key = "description"``) and saves its folder.
-
-    Arguments as :func:`train_router`; ``data`` may span many pools (``routers data --pools N``).
-
-    Raises:
-        ValueError: For a kind without a description-keyed mode, a bad parameter, or a table
-            that cannot be read as pairs.
-    """
-    if kind not in DESCRIPTION_TRAINERS:
-        raise ValueError(f"the {kind} router has no description-keyed mode; kinds with one: {', '.join(sorted(DESCRIPTION_TRAINERS))}")
-    pairs = read_pairs(data)
-    model = encoder if isinstance(encoder, SentenceEncoder) else shared_encoder(encoder)
-    started = time.perf_counter()
-    model.dim  # loads the model
-    loaded = time.perf_counter()
-    questions = model.encode(list(pairs.questions))
-    descriptions = model.encode(list(pairs.descriptions))
-    embedded = time.perf_counter()
-    arrays, used = DESCRIPTION_TRAINERS[kind](pairs, questions, descriptions, target=target, seed=seed, **(params or {}))
-    fitted = time.perf_counter()
-    source = {"table": str(table_path(data)), "rows": pairs.rows, "pairs": len(pairs.pair_row), "pools": list(pairs.pools)}
-    checkpoint, folder = _save(
-        out,
-        model,
-        _provenance(source, pairs.meta),
-        kind=kind,
-        workers=pairs.workers,
-        arrays=arrays,
-        shown_names=tuple(w.rsplit("/", 1)[-1] for w in pairs.workers),
-        descriptions=pairs.worker_descriptions,
-        params=used,
-        price_weight=price_weight,
-        target=target,
-        encoder_dim=int(questions.shape[1]),
-        worker_key="description",
-    )
-    return TrainedRouter(checkpoint, folder, pairs.rows, loaded - started, embedded - loaded, fitted - embedded)
+def _table_fields(table: RouterTable | PairTable, data: str | os.PathLike[str] | RouterTable) -> tuple[dict[str, Any], int]:
+    """The checkpoint's fields that come from the table (its workers and provenance), and its row count."""
+    source: dict[str, Any] = {"table": "memory" if isinstance(data, RouterTable) else str(table_path(data))}
+    if isinstance(table, PairTable):
+        source.update(rows=table.rows, pairs=len(table.pair_row), pools=list(table.pools))
+        shown, descriptions, rows = tuple(w.rsplit("/", 1)[-1] for w in table.workers), table.worker_descriptions, table.rows
+    else:
+        source.update(rows=len(table.questions))
+        shown, descriptions, rows = table.shown_names, table.descriptions, len(table.questions)
+    fields = {"workers": table.workers, "shown_names": shown, "descriptions": descriptions, "trained_on": {**source, **{key: table.meta[key] for key in PROVENANCE if key in table.meta}}}
+    return fields, rows
 
 
-#: The table's metadata a checkpoint records in ``trained_on``.
-PROVENANCE = ("env_id", "pool", "split", "seed", "samples", "env_options", "suite_options")
-
-
-def _provenance(source: dict[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
-    return {**source, **{key: meta[key] for key in PROVENANCE if key in meta}}
-
-
-def _save(out: str | os.PathLike[str], model: SentenceEncoder, trained_on: dict[str, Any], **fields: Any) -> tuple[RouterCheckpoint, Path]:
+def _save(out: str | os.PathLike[str], model: SentenceEncoder, **fields: Any) -> tuple[RouterCheckpoint, Path]:
     """Saves a checkpoint of ``fields`` with the encoder's name and length; returns it and its folder."""
-    checkpoint = RouterCheckpoint(encoder=model.model_name, max_length=model.max_length, trained_on=trained_on, **fields)
+    checkpoint = RouterCheckpoint(encoder=model.model_name, max_length=model.max_length, **fields)
     return checkpoint, checkpoint.save(out)

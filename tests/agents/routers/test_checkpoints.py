@@ -14,8 +14,8 @@ from conftest import EXPERTS
 
 from conductor_env.agents.base import Observation
 from conductor_env.agents.baselines import build_workflow
-from conductor_env.agents.router_checkpoint import CONFIG_NAME, WEIGHTS_NAME, CheckpointError, RouterCheckpoint
 from conductor_env.agents.routers import Router
+from conductor_env.agents.routers.checkpoint import CONFIG_NAME, WEIGHTS_NAME, CheckpointError, RouterCheckpoint
 from conductor_env.agents.specs import make_policy
 from conductor_env.cli import main
 from conductor_env.workflow import Workflow

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conductor_env.agents import router_encoder
-from conductor_env.agents.router_encoder import EncoderError, SentenceEncoder, packaged_model_path, shared_encoder
+from conductor_env.agents.routers import encoder as router_encoder
+from conductor_env.agents.routers.encoder import EncoderError, SentenceEncoder, packaged_model_path, shared_encoder
 
 TEXTS = [
     "What is the sum of 17 and 25?",

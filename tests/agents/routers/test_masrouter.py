@@ -15,9 +15,9 @@ from conftest import EXPERT_OF, EXPERTS, POOLS, SUITE, run
 from safetensors.numpy import load_file, save_file
 from test_routers import evaluate_cli, jittered, routed_to
 
-from conductor_env.agents.router_checkpoint import WEIGHTS_NAME, CheckpointError
-from conductor_env.agents.router_masrouter import MODES, ROLES, allowed_counts, build_mode_workflow, roles_of
 from conductor_env.agents.routers import load_router
+from conductor_env.agents.routers.checkpoint import WEIGHTS_NAME, CheckpointError
+from conductor_env.agents.routers.masrouter import MODES, ROLES, allowed_counts, build_mode_workflow, roles_of
 from conductor_env.cli import main
 from conductor_env.evaluation import EvalConfig, evaluate
 from conductor_env.evaluation.setup import build_policies
@@ -100,7 +100,7 @@ def test_each_mode_is_the_workflow_of_its_shape(mode: int) -> None:
 
 
 def test_training_samples_every_mode_and_evaluation_is_greedy(experts_masrouter: Path) -> None:
-    from conductor_env.agents.router_masrouter_net import Texts
+    from conductor_env.agents.routers.masrouter_net import Texts
 
     router = load_router("masrouter", experts_masrouter)
     texts = Texts(modes=router._texts["mode"], roles=router._texts["role"], workers=router._texts["worker"])

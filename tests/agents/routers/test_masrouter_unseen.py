@@ -15,8 +15,8 @@ import gymnasium as gym
 import pytest
 from conftest import run
 
-from conductor_env.agents.router_checkpoint import CONFIG_NAME, WEIGHTS_NAME, CheckpointError
 from conductor_env.agents.routers import UNROUTABLE, load_router
+from conductor_env.agents.routers.checkpoint import CONFIG_NAME, WEIGHTS_NAME, CheckpointError
 from conductor_env.cli import main
 from conductor_env.evaluation.expected import read_rows, summary
 from conductor_env.workflow import parse_workflow

@@ -13,8 +13,8 @@ import torch
 from conftest import EXPERT_OF, EXPERTS, train
 from test_routers import evaluate_cli, jittered, routed_to
 
-from conductor_env.agents.router_checkpoint import CheckpointError, RouterCheckpoint
-from conductor_env.agents.router_routerdc import RouterDCRouter
+from conductor_env.agents.routers.checkpoint import CheckpointError, RouterCheckpoint
+from conductor_env.agents.routers.routerdc import RouterDCRouter
 from conductor_env.agents.training.routers.routerdc import sample_llm_loss, sample_sample_loss
 from conductor_env.cli import main
 from conductor_env.evaluation import EvalConfig, evaluate

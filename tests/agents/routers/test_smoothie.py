@@ -14,8 +14,8 @@ import pytest
 from conftest import EXPERT_OF, EXPERTS, TWINS, routers_data, run, train
 from test_routers import evaluate_cli, jittered, routed_to
 
-from conductor_env.agents.router_checkpoint import RouterCheckpoint
-from conductor_env.agents.router_smoothie import triplet_weights
+from conductor_env.agents.routers.checkpoint import RouterCheckpoint
+from conductor_env.agents.routers.smoothie import triplet_weights
 from conductor_env.agents.training.routers.table import TableError, read_table
 from conductor_env.cli import main
 from conductor_env.evaluation import EvalConfig, evaluate

@@ -10,8 +10,8 @@ import gymnasium as gym
 import pytest
 from conftest import run
 
-from conductor_env.agents.router_checkpoint import CONFIG_NAME, CheckpointError, RouterCheckpoint
 from conductor_env.agents.routers import UNROUTABLE, load_router
+from conductor_env.agents.routers.checkpoint import CONFIG_NAME, CheckpointError, RouterCheckpoint
 from conductor_env.agents.training.routers.pairs import read_pairs
 from conductor_env.agents.training.routers.table import TableError, read_table
 from conductor_env.evaluation.expected import read_rows, summary
