@@ -66,7 +66,10 @@ class StepInfo(TypedDict):
         answer: The final answer (the last step's response; a kept answer in later rounds).
         correct: Whether the verifier accepted it.
         score: The verifier's score in [0, 1].
-        reason: Why (the verifier's reason, ``"unparsed workflow: <code>"``, a failure).
+        reason: Why: on the step that ends the episode, the verifier's reason (which may quote
+            the gold answer or a hidden test), ``"unparsed workflow: <code>"`` or a failure; on a
+            round that does not end it, only one of
+            :data:`~conductor_env.verdicts.PUBLIC_REASONS` (see :mod:`conductor_env.verdicts`).
         test_set: Which tests graded a program (``"public"``, ``"public+private"``); ``""`` for
             suites graded without tests.
         parse_error: The parse failure's reason code (``no_lists``, ``too_long``, ...); ``""``
@@ -85,6 +88,8 @@ class StepInfo(TypedDict):
         round: The round this step played (0-based).
         round_rewards: The raw reward of every finished round.
         round_credit: The paper's discounted credit of every finished round.
+        round_reasons: The grader's reason for every finished round's answer (a kept round's is
+            the kept answer's), on the step that ends the episode only; ``[]`` before.
         frames: Every finished self-call frame of the round.
         frame_depth: The depth of the self-call frame this step opened, whose sub-workflow the
             next action is (then ``reward`` is 0 and the episode goes on); ``0`` otherwise.
@@ -109,6 +114,7 @@ class StepInfo(TypedDict):
     round: int
     round_rewards: list[float]
     round_credit: list[float]
+    round_reasons: list[str]
     frames: list[FrameInfo]
     frame_depth: int
     worker_map: dict[int, str]
@@ -146,6 +152,7 @@ def empty_info(*, problem_id: str, domain: str, round_index: int, access: str, w
         "round": round_index,
         "round_rewards": [],
         "round_credit": [],
+        "round_reasons": [],
         "frames": [],
         "frame_depth": 0,
         "worker_map": worker_map,
@@ -171,6 +178,7 @@ def typed_step(observation: dict, reward: float, terminated: bool, truncated: bo
             "frame_depth": int(info["frame_depth"]),
             "round_rewards": [float(r) for r in info["round_rewards"]],
             "round_credit": [float(c) for c in info["round_credit"]],
+            "round_reasons": [str(r) for r in info["round_reasons"]],
         }
     )
     return observation, float(reward), bool(terminated), bool(truncated), info

@@ -21,6 +21,7 @@ from conductor_env.options import EnvOptions
 from conductor_env.prompts import VisibleStep, worker_chat
 from conductor_env.rewards import RewardScheme, round_credit
 from conductor_env.suite import Problem, Score, TaskSuite, VerifierError
+from conductor_env.verdicts import PublicVerdict
 from conductor_env.workflow import Step, Workflow, WorkflowError, parse_workflow
 
 logger = logging.getLogger(__name__)
@@ -181,8 +182,13 @@ class RoundPlayer:
         spent = episode.spent_usd() + execution.cost_usd
         reward = self.reward_scheme(parsed=True, correct=score.correct, score=score.score, cost_usd=spent)
         episode.rounds.append(Round(workflow, execution.answer, score, reward, execution))
-        info.update({"answer": execution.answer, "correct": score.correct, "score": score.score, "reason": score.reason, "test_set": score.test_set})
-        return self._finish(episode, info, reward, terminated=len(episode.rounds) >= self.options.max_rounds)
+        terminated = len(episode.rounds) >= self.options.max_rounds
+        # Before the episode ends, only the public verdict: the grader's reason may quote the gold
+        # answer or a hidden test, which the next round's workflow could copy (see conductor_env.verdicts).
+        verdict = PublicVerdict.of(score)
+        reason = score.reason if terminated else verdict.reason
+        info.update({"answer": execution.answer, "correct": verdict.correct, "score": verdict.score, "reason": reason, "test_set": verdict.test_set})
+        return self._finish(episode, info, reward, terminated=terminated)
 
     @staticmethod
     def _visible_previous(previous: Round | None) -> list[VisibleStep]:
@@ -199,7 +205,7 @@ class RoundPlayer:
         return self._finish(episode, info, reward, terminated=True)
 
     def _infra_failure(self, episode: EpisodeState, info: StepInfo, error: str, reason: str) -> RoundOutcome:
-        info.update({"infra_error": error, "reason": reason})
+        info.update({"infra_error": error, "reason": reason, "round_reasons": self._round_reasons(episode)})
         episode.done = True
         return info, 0.0, False, True
 
@@ -214,8 +220,15 @@ class RoundPlayer:
         rewards = [r.reward for r in episode.rounds]
         info["round_rewards"] = rewards
         info["round_credit"] = round_credit(rewards, self.options.round_discount)
+        if terminated:
+            info["round_reasons"] = self._round_reasons(episode)
         episode.done = terminated
         return info, float(reward), terminated, False
+
+    @staticmethod
+    def _round_reasons(episode: EpisodeState) -> list[str]:
+        """The grader's reason for every finished round: for the step that ends the episode only."""
+        return [done.score.reason for done in episode.rounds]
 
     # ----------------------------------------------------------------- calling the workers
 

@@ -190,8 +190,14 @@ def record_of(played: PlayedEpisode, spec: EpisodeSpec, *, env_id: str, pool: st
     """Returns the results record of an episode :func:`~conductor_env.agents.episode.play` played.
 
     ``reruns`` counts the times the episode started again because its remote env's host died.
+    An earlier round's ``reason`` is the grader's, which the env gives only on the episode's last
+    step (``info["round_reasons"]``); the round's own step held only its public verdict.
     """
     info = played.reset_info
+    rounds = [round_record(step.action, step.reward, step.info) for step in played.rounds]
+    final_reasons = list(played.final[4].get("round_reasons") or []) if played.final is not None else []
+    for earlier, reason in zip(rounds[:-1], final_reasons):
+        earlier["reason"] = str(reason)
     record = episode_record(
         spec,
         env_id=env_id,
@@ -199,7 +205,7 @@ def record_of(played: PlayedEpisode, spec: EpisodeSpec, *, env_id: str, pool: st
         question=str(played.first_observation.get("question", "")),
         domain=str(info.get("domain", "")),
         worker_map=dict(info.get("worker_map", {})),
-        rounds=[round_record(step.action, step.reward, step.info) for step in played.rounds],
+        rounds=rounds,
         wall_s=wall_s,
         error=played.error,
         conductor=played.usage,

@@ -109,14 +109,16 @@ class ConductorVfEnv(vf.Env[ConductorVfEnvConfig]):
 
     @staticmethod
     async def _play(episode: TextEpisode, interaction: Any) -> list[str]:
-        """Plays replies as rounds until the episode or the exchange ends; returns each round's reason."""
+        """Plays replies as rounds until the episode or the exchange ends; returns each round's reason
+        (the grader's, which the env gives when the episode ends; a round of an unfinished episode
+        has only its public verdict)."""
         reasons: list[str] = []
         segment = await interaction.turn()
         while not segment.terminated:
             turn = await episode.astep(segment.last_reply)
             reasons.append(turn.info["reason"])
             if turn.done:
-                break
+                return list(turn.info.get("round_reasons") or reasons)
             segment = await interaction.turn(turn.messages[-1]["content"])
         return reasons
 

@@ -86,7 +86,6 @@ async def compute_score_async(data_source: str, solution_str: Any, ground_truth:
         except Exception as failure:  # noqa: BLE001 - as above
             return _zero(f"cannot start the row's episode: {type(failure).__name__}: {failure}")
         turn = await episode.astep(solution_str)
-        first = turn.info
         for _round in range(MAX_EXTRA_ROUNDS):
             if turn.done:
                 break
@@ -95,8 +94,10 @@ async def compute_score_async(data_source: str, solution_str: Any, ground_truth:
         episode.env.close()
     if not turn.done:
         return _zero(f"the episode did not end within {MAX_EXTRA_ROUNDS} kept rounds")
-    # The kept rounds say only that they kept the answer: the first round's verdict is the one to log.
-    reason = first["reason"] if turn.info.get("reason") == "kept the previous answer" else turn.info["reason"]
+    # The kept rounds say only that they kept the answer: the kept answer's grader reason (given
+    # only now, at the episode's end: the first round's info holds the public verdict) is the one to log.
+    reasons = turn.info.get("round_reasons") or []
+    reason = reasons[-1] if turn.info.get("reason") == "kept the previous answer" and reasons else turn.info["reason"]
     return {"score": episode.episode_reward, "correct": bool(turn.info.get("correct")), "reason": reason}
 
 

@@ -283,7 +283,7 @@ def test_self_call_episode_ends_on_the_top_level_observation(suite: ReasoningGym
     env = make_env(suite, self_call=True)
     first, _ = env.reset(seed=0)
     frame, _, _, _, info = env.step(workflow((3, "Delegate", "[]")))
-    assert frame["depth"] == 1 and info["frame_depth"] == 1 and set(info) == INFO_FIELDS | {"test_set", "frame_depth"}
+    assert frame["depth"] == 1 and info["frame_depth"] == 1 and set(info) == INFO_FIELDS | {"test_set", "frame_depth", "round_reasons"}
     last, _, terminated, _, info = env.step(workflow((0, "Solve", "[]")))
     assert terminated and last == first and info["frame_depth"] == 0
     assert env.observation_space.contains(last)

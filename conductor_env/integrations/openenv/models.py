@@ -84,7 +84,12 @@ class ConductorAction(Action):
 
 
 class StepSummary(BaseModel):
-    """The scalar part of the env's ``info`` (see :class:`conductor_env.info.StepInfo`)."""
+    """The scalar part of the env's ``info`` (see :class:`conductor_env.info.StepInfo`).
+
+    Like the env's ``info``, ``reason`` holds the grader's reason only when the episode ends
+    (before, one of :data:`conductor_env.verdicts.PUBLIC_REASONS`: a reason can quote the gold
+    answer), and ``round_reasons`` every round's grader reason then (``[]`` before).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -102,6 +107,7 @@ class StepSummary(BaseModel):
     frame_depth: int = 0
     round_rewards: list[float] = Field(default_factory=list)
     round_credit: list[float] = Field(default_factory=list)
+    round_reasons: list[str] = Field(default_factory=list)
     steps: int = Field(default=0, description="Steps the workflow ran (len(info['trace'])).")
 
     @classmethod
