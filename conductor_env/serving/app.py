@@ -20,6 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from conductor_env.http_limits import limit_request_bodies, validation_summary
 from conductor_env.serving.admission import Admission
 from conductor_env.serving.episodes import ServedAnswer, ServedSystem
 from conductor_env.serving.errors import ServingError, error_body
@@ -27,7 +28,7 @@ from conductor_env.serving.requests import parse_request, question_of
 
 logger = logging.getLogger(__name__)
 
-#: Largest request body read (1 MiB); larger ones get 413.
+#: Largest request body read (1 MiB); larger ones get 413, counted as they arrive (chunked or not).
 MAX_REQUEST_BYTES = 1 << 20
 
 
@@ -63,7 +64,8 @@ def build_app(
 
     app = FastAPI(title=f"conductor-env serve: {system.name}", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.admission = admission
-    _add_error_handlers(app)
+    _add_error_handlers(app, max_request_bytes)
+    limit_request_bodies(app, max_request_bytes)
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
@@ -80,7 +82,7 @@ def build_app(
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> JSONResponse:
-        chat = parse_request(await _read_body(request, max_request_bytes))
+        chat = parse_request(await request.body())  # bounded by limit_request_bodies
         _check_model(system, chat.model)
         question = question_of(chat)
         system.check_question(question)
@@ -114,21 +116,7 @@ def _model_card(system: ServedSystem) -> dict[str, Any]:
 
 def _check_model(system: ServedSystem, model: str) -> None:
     if model != system.name:
-        raise ServingError(404, f"the model {model!r} does not exist; this server serves {system.name!r}", code="model_not_found", param="model")
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    """Reads the body, refusing (413) one over ``limit`` bytes before reading it where the length is declared."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise ServingError(413, f"the request body is {int(declared)} bytes, more than the server reads ({limit}; --max-request-bytes)", code="request_too_large")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ServingError(413, f"the request body is more than the server reads ({limit} bytes; --max-request-bytes)", code="request_too_large")
-        chunks.append(chunk)
-    return b"".join(chunks)
+        raise ServingError(404, f"the model named in the request does not exist; this server serves {system.name!r}", code="model_not_found", param="model")
 
 
 async def _with_timeout(episode: Any, timeout_s: float | None) -> ServedAnswer:
@@ -140,12 +128,17 @@ async def _with_timeout(episode: Any, timeout_s: float | None) -> ServedAnswer:
         raise ServingError(504, f"the episode took longer than {timeout_s:g} s (--timeout-s) and was stopped", code="timeout") from None
 
 
-def _add_error_handlers(app: FastAPI) -> None:
-    """Answers every error in OpenAI's format."""
+def _add_error_handlers(app: FastAPI, max_request_bytes: int) -> None:
+    """Answers every error in OpenAI's format, never echoing the request body."""
 
     @app.exception_handler(ServingError)
     async def serving_error(request: Request, error: ServingError) -> JSONResponse:
         return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+
+    @app.exception_handler(413)
+    async def too_large(request: Request, error: Exception) -> JSONResponse:
+        message = f"the request body is more than the server reads ({max_request_bytes} bytes; --max-request-bytes)"
+        return JSONResponse(error_body(413, message, code="request_too_large"), status_code=413)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
@@ -154,7 +147,7 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
-        return JSONResponse(error_body(400, f"invalid request: {error.errors()[:3]}"), status_code=400)
+        return JSONResponse(error_body(400, f"invalid request: {validation_summary(error.errors())}"), status_code=400)
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, error: Exception) -> JSONResponse:

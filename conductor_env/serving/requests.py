@@ -111,7 +111,7 @@ def _text_of(content: str | list[ContentPart] | None, param: str) -> str:
     texts = []
     for number, part in enumerate(content):
         if part.type != "text" or part.text is None:
-            raise ServingError(400, f"{param}[{number}] is a {part.type!r} part: only text content is answered", code="unsupported_value", param=param)
+            raise ServingError(400, f"{param}[{number}] is not a text part: only text content is answered", code="unsupported_value", param=param)
         texts.append(part.text)
     return "\n".join(texts)
 

@@ -7,7 +7,10 @@ which build a new environment for every request. This module adds what a public 
 
 - a request the env refuses (step before reset, unknown problem, a row that is not the running
   episode) answers 400/404/409 with the reason, not 500; a malformed action answers 422;
-- request bodies over :data:`MAX_BODY_BYTES` answer 413 before they are read;
+- request bodies over :data:`MAX_BODY_BYTES` answer 413, counted as they arrive (chunked or not,
+  whatever ``Content-Length`` says), and WebSocket messages over it close the socket (1009);
+- a request that does not validate answers 422 naming the fields and what is wrong, never
+  echoing the request (FastAPI's default reply carries the whole body back);
 - ``GET /conductor/stats``: sessions built, steps started and finished, and the most steps that
   were in flight at once.
 
@@ -23,14 +26,17 @@ import argparse
 import functools
 import json
 import os
-from typing import Any, Awaitable, Callable, MutableMapping
+from typing import Any, MutableMapping
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from openenv.core.env_server.http_server import create_app
 
 from conductor_env.envs import EnvSetup
+from conductor_env.http_limits import MAX_MESSAGE_CHARS, limit_request_bodies, validation_problems
 from conductor_env.integrations.openenv.environment import ConductorEnvironment, ConductorHub, ConductorRequestError
+from conductor_env.integrations.openenv.error_frames import ErrorFrameScrub
 from conductor_env.integrations.openenv.models import ConductorAction, ConductorObservation, ConductorState
 from conductor_env.options import parse_key_values
 
@@ -41,31 +47,20 @@ MAX_BODY_BYTES = 2 * 1024 * 1024
 #: The default number of concurrent WebSocket sessions.
 DEFAULT_MAX_SESSIONS = 64
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+async def _too_large(request: Request, error: Exception) -> JSONResponse:
+    return JSONResponse({"detail": f"request body over {MAX_BODY_BYTES} bytes", "code": "too_large"}, status_code=413)
 
 
-class BodyLimit:
-    """ASGI middleware: answers 413 to an HTTP request whose declared body exceeds ``limit`` bytes.
-
-    Args:
-        app: The wrapped ASGI app.
-        limit: The most bytes a body may declare.
-    """
-
-    def __init__(self, app: Any, limit: int = MAX_BODY_BYTES) -> None:
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            length = dict(scope.get("headers") or []).get(b"content-length", b"0")
-            if not length.isdigit() or int(length) > self.limit:
-                response = JSONResponse({"detail": f"request body over {self.limit} bytes", "code": "too_large"}, status_code=413)
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+async def _invalid(request: Request, error: Exception) -> JSONResponse:
+    # FastAPI's default reply, and OpenEnv's for an action that does not validate, carry each
+    # error's input: for a malformed body, the whole body.
+    if isinstance(error, RequestValidationError):
+        problems: Any = validation_problems(error.errors())
+    else:
+        detail = getattr(error, "detail", None)
+        problems = validation_problems(e for e in detail if isinstance(e, dict)) if isinstance(detail, list) else str(detail)[:MAX_MESSAGE_CHARS]
+    return JSONResponse({"detail": problems}, status_code=422)
 
 
 async def _refused(request: Request, error: Exception) -> JSONResponse:
@@ -100,7 +95,11 @@ def create_conductor_app(setup: EnvSetup | None = None, *, max_sessions: int = D
         state_cls=ConductorState,
     )
     app.add_exception_handler(ConductorRequestError, _refused)
-    app.add_middleware(BodyLimit)
+    app.add_exception_handler(RequestValidationError, _invalid)
+    app.add_exception_handler(422, _invalid)
+    app.add_middleware(ErrorFrameScrub)
+    app.add_exception_handler(413, _too_large)
+    limit_request_bodies(app, MAX_BODY_BYTES)
     app.state.conductor_hub = hub
 
     @app.get("/conductor/stats", tags=["Conductor"])
