@@ -167,7 +167,7 @@ def validation_problems(errors: Iterable[Mapping[str, Any]]) -> list[dict[str, A
     Returns:
         Up to :data:`MAX_PROBLEMS` ``{"loc", "msg", "type"}`` dicts.
     """
-    problems = []
+    problems: list[dict[str, Any]] = []
     for error in errors:
         if len(problems) == MAX_PROBLEMS:
             break
