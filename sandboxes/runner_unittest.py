@@ -5,16 +5,18 @@ BigCodeBench's tests patch library modules and inspect library objects the progr
 (DataFrames, Axes), so they run in the candidate's process; what this kind keeps from the
 candidate, and how, is in docs/THREAT_MODEL.md ("BigCodeBench"):
 
-1. The tests follow the job on the protocol stream and the runner reads them only after it
-   forked the child, which runs the program's top level first (as module ``__test__``). The
-   child then writes a per-job token, which only its runner frames hold, on a ready pipe; only
-   on that token does the runner send ``token + tests`` down the tests pipe.
+1. The tests are built first: the runner reads them off the protocol stream before it forks the
+   child, and the child compiles and runs the tests' module, creates its classes and captures
+   its test methods before the program's top level runs (as module ``__test__``), so nothing
+   the program plants (import hooks, class-creation hooks) runs while they load.
 2. The guard (:mod:`~conductor_env.sandboxes.runner_guard`) is active for the program.
 3. The child runs the tests itself, not through ``TestResult``/``TestSuite``: each test case is
    built with the ``TestCase`` methods bound before the program ran, on the instance (so
-   replacing ``TestCase.assertEqual`` changes nothing), and after the top level and after every
-   test the identity of every attribute of ``unittest``'s modules, classes and ``builtins`` is
-   compared with a snapshot taken before the program ran: a difference fails the job.
+   replacing ``TestCase.assertEqual`` changes nothing), and after the top level, around every
+   call of the entry point and after every test everything the tests can reach (the watched
+   modules' attributes, data included, and their types; every name of the tests' globals; every
+   member of the tests' classes) is compared with its state before the program ran, by identity
+   and, for builtin containers, by content: a difference fails the job.
 4. The completion record lists each test by name with its verdict; the host compares the names
    with its own AST reading of the tests (:mod:`conductor_env.sandboxes.unittest_grading`).
 """
@@ -22,7 +24,6 @@ candidate, and how, is in docs/THREAT_MODEL.md ("BigCodeBench"):
 from __future__ import annotations
 
 import os
-import select
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -48,84 +49,40 @@ def run_unittest(job: dict, state: dict) -> dict:
     limits, config = job["limits"], state["config"]
     cap = int(limits["output_bytes"])
     protocol_in = state["protocol_fds"][0]
+    # The tests are read before the fork: the child builds them before the program runs.
+    tests = runner.read_exactly(protocol_in, int(job.get("checks_bytes") or 0))
     workdir = runner_jobs._new_workdir(state)
     stdin_fd = runner_jobs._make_stdin(b"", state["base"])
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     rec_r, rec_w = os.pipe()
-    tests_r, tests_w = os.pipe()
-    ready_r, ready_w = os.pipe()
     nonce = os.urandom(16).hex().encode()
-    token = os.urandom(16).hex().encode()
     oom_before = runner_watch.oom_kills(state)
     started = time.monotonic()
     fds = {"stdin": stdin_fd, "stdout": out_w, "stderr": err_w}
-    channels = (rec_w, tests_r, ready_w)
 
     def child() -> None:
-        child_main(job, nonce, token, fds, channels, workdir, config)
+        child_main(job, tests, nonce, fds, (rec_w,), workdir, config)
 
-    pid = runner_jobs._fork_child(child, (out_r, err_r, rec_r, tests_w, ready_r), state)
-    for fd in (out_w, err_w, rec_w, tests_r, ready_w, stdin_fd):
+    pid = runner_jobs._fork_child(child, (out_r, err_r, rec_r), state)
+    for fd in (out_w, err_w, rec_w, stdin_fd):
         os.close(fd)
-    # Only now, in the runner (never in the child), are the tests read off the stream.
-    tests = runner.read_exactly(protocol_in, int(job.get("checks_bytes") or 0))
     buffers = {out_r: bytearray(), err_r: bytearray(), rec_r: bytearray()}
     limits_by_fd = {out_r: cap, err_r: cap, rec_r: cap * runner_jobs.RECORD_LIMIT_FACTOR + 4096}
     deadline = started + float(limits["wall_s"])
-    if _await_token(ready_r, token, buffers, limits_by_fd, deadline):
-        _send_tests(tests_w, token + b"\n" + tests, deadline)
-    del tests
-    for fd in (tests_w, ready_r):
-        os.close(fd)
     killed, statuses = runner_watch.watch(pid, (), buffers, limits_by_fd, deadline, state)
     status, rusage, ended = statuses[pid]
     oom_after = runner_watch.finish_test(state, oom_before, (workdir,))
     return runner_jobs._outcome(job, buffers[out_r], buffers[err_r], buffers[rec_r], nonce, status, rusage, killed, ended - started, cap, oom_before, oom_after)
 
 
-def _await_token(ready_r: int, token: bytes, buffers: dict, limits_by_fd: dict, deadline: float) -> bool:
-    """Drains the child's output until it writes exactly ``token`` on the ready pipe.
-
-    ``False`` when anything else arrives there, the pipe closes, output overflows or time is up.
-    """
-    received = b""
-    while time.monotonic() < deadline:
-        fds = [ready_r, *(fd for fd, data in buffers.items() if len(data) <= limits_by_fd[fd])]
-        ready, _w, _x = select.select(fds, [], [], max(0.0, deadline - time.monotonic()))
-        for fd in ready:
-            chunk = os.read(fd, 65536)
-            if fd == ready_r:
-                if not chunk:
-                    return False
-                received += chunk
-                if len(received) >= len(token):
-                    return received == token
-            elif chunk:
-                buffers[fd] += chunk
-            else:
-                return False  # the child closed its output: it is ending without asking for tests
-    return False
-
-
-def _send_tests(tests_w: int, data: bytes, deadline: float) -> None:
-    """Writes ``data`` to the tests pipe, giving up at the deadline (a child that stops reading)."""
-    view = memoryview(data)
-    while view and time.monotonic() < deadline:
-        _r, writable, _x = select.select([], [tests_w], [], max(0.0, deadline - time.monotonic()))
-        if writable:
-            try:
-                view = view[os.write(tests_w, view[:65536]) :]
-            except OSError:
-                return
-
-
-def child_main(job: dict, nonce: bytes, token: bytes, fds: dict, channels: tuple, workdir: str, config: dict) -> None:
-    """The child: the program's top level, then the tests, then the record; never returns."""
+def child_main(job: dict, tests: bytes, nonce: bytes, fds: dict, channels: tuple, workdir: str, config: dict) -> None:
+    """The child: the tests built, then the program's top level, then the tests run, then the record; never returns."""
     exit_now, getpid, write_record = os._exit, os.getpid, runner_child._write_record
     watch = runner_unittest_watch
     my_pid = getpid()
     tests_phase: list = []
+    entry_point = str(job.get("entry_point") or "task_func")
     try:
         runner_child.setup_child(fds, workdir, job["limits"], config, channels=channels)
         preload = job.get("preload") or []
@@ -137,16 +94,29 @@ def child_main(job: dict, nonce: bytes, token: bytes, fds: dict, channels: tuple
         with open(program_path, "w", encoding="utf-8") as handle:
             handle.write(job["program"])
         runner_guard.install_guard(tests_phase, kit["program_running"], real_ctypes=bool(job.get("real_ctypes")))
-        # The baseline after the guard, which replaces signal.signal and _imp.create_builtin.
-        kit["watched"] = watch.namespaces(kit, deep=True)
-        kit["watched_calls"] = watch.namespaces(kit, deep=False)
-        kit["snapshot"] = watch.snapshot(kit, kit["watched"])
-        kit["classes_before"] = runner_unittest_classes.all_classes(kit)
     except BaseException as error:  # the runner's own set-up failed: report it, run nothing
         os.write(2, f"sandbox set-up failed: {error!r}\n".encode())
         os._exit(71)
-    entry_point = str(job.get("entry_point") or "task_func")
-    status, fields = _run_all(kit, job["program"], program_path, token, test_globals, entry_point)
+    # The tests are compiled, run and captured now, before any of the program's code exists
+    # (docs/THREAT_MODEL.md, "BigCodeBench": no import or class-creation hook of its can run).
+    suite = _build_tests(kit, tests, test_globals)
+    del tests
+    try:
+        # The baseline after the guard (which replaces signal.signal and _imp.create_builtin)
+        # and after the tests loaded: from here on, everything they reach is watched.
+        if kit["type"](suite) is dict:
+            kit["watched"] = watch.namespaces(kit, deep=True, tests=test_globals) + suite["own"]
+            kit["watched_calls"] = watch.namespaces(kit, deep=False, tests=test_globals) + suite["own"]
+            kit["snapshot"] = watch.snapshot(kit, kit["watched"])
+            kit["classes_before"] = runner_unittest_classes.all_classes(kit)
+            kit["library_files"] = watch.module_files(kit)
+    except BaseException as error:
+        os.write(2, f"sandbox set-up failed: {error!r}\n".encode())
+        os._exit(71)
+    if kit["type"](suite) is dict:
+        status, fields = _run_all(kit, job["program"], program_path, suite, test_globals, entry_point)
+    else:
+        status, fields = suite
     runner_child._finish_as_python_does((kit["stdout"], kit["stderr"]))
     if getpid() != my_pid:
         exit_now(0)  # a process the program forked reached the end: it writes no record
@@ -200,18 +170,37 @@ def _test_globals(kit: dict, prelude: str, program_path: str) -> dict:
     return namespace
 
 
-def _run_all(kit: dict, program: str, program_path: str, token: bytes, test_globals: dict, entry_point: str) -> tuple[bytes, dict]:
-    """Top level, tests, verdicts: ``(status, fields)`` of the completion record."""
+def _build_tests(kit: dict, tests: bytes, test_globals: dict) -> dict | tuple[bytes, dict]:
+    """Compiles and runs the tests' module in ``test_globals`` and captures it (:func:`_capture`),
+    before the program runs; ``(status, fields)`` of a failed job when it does not load."""
+    try:
+        kit["exec"](kit["compile"](tests.decode("utf-8"), "__test__.py", "exec", dont_inherit=True), test_globals)
+        cases = test_globals.get("TestCases")
+        if not (kit["isinstance"](cases, kit["type"]) and kit["issubclass"](cases, kit["test_case"])):
+            return b"exception", {b"type": "NoTests", b"message": "the tests define no TestCases class"}
+        return _capture(kit, cases, test_globals)
+    except kit["base_exception"] as error:
+        return b"exception", _error_fields(kit, error, "the tests could not be loaded")
+
+
+def _run_all(kit: dict, program: str, program_path: str, suite: dict, test_globals: dict, entry_point: str) -> tuple[bytes, dict]:
+    """Top level, then the captured tests, then verdicts: ``(status, fields)`` of the completion record."""
     watch = runner_unittest_watch
     base_exception = kit["base_exception"]
     try:
+        code = kit["compile"](program, program_path, "exec", dont_inherit=True)  # before its module holds names
         module = kit["module"]("__test__")
         namespace = module.__dict__
         namespace.update({"__builtins__": kit["builtins"], "__file__": program_path})
+        # BigCodeBench runs program and tests in one module, and some solutions use the tests'
+        # imports: the program gets the names the tests imported, never what they define.
+        for name, value in kit["items"](test_globals):
+            if name not in namespace and kit["getattr"](value, "__module__", None) != "__test__":
+                namespace[name] = value
         kit["modules"]["__test__"] = module
         kit["append"](kit["program_running"], True)
         try:
-            kit["exec"](kit["compile"](program, program_path, "exec", dont_inherit=True), namespace)
+            kit["exec"](code, namespace)
         finally:
             kit["pop"](kit["program_running"])
     except base_exception as error:
@@ -223,70 +212,38 @@ def _run_all(kit: dict, program: str, program_path: str, token: bytes, test_glob
     target = namespace.get(entry_point)
     if kit["type"](target) is not kit["function_type"]:
         return b"exception", {b"type": "NoEntryPoint", b"message": f"the program defines no function {entry_point}"}
-    tests = _receive_tests(kit, token)
-    if tests is None:
-        return b"exception", {b"type": "Tampering", b"message": "the tests did not arrive intact"}
     violations: list = []
+    # The one name the tests' globals gain after they were captured; the base the tests are
+    # compared with is taken after it (and after setUpClass).
     test_globals[entry_point] = watch.make_entry_point(kit, target, kit["watched_calls"], violations)
-    try:
-        kit["exec"](kit["compile"](tests, "__test__.py", "exec", dont_inherit=True), test_globals)
-        # BigCodeBench runs program and tests in one module, and some solutions use the tests'
-        # imports: the program gets the names the tests imported, never what they define.
-        for name, value in kit["items"](test_globals):
-            if name not in namespace and kit["getattr"](value, "__module__", None) != "__test__":
-                namespace[name] = value
-        cases = test_globals.get("TestCases")
-        if not (kit["isinstance"](cases, kit["type"]) and kit["issubclass"](cases, kit["test_case"])):
-            return b"exception", {b"type": "NoTests", b"message": "the tests define no TestCases class"}
-        suite = _capture(kit, cases, test_globals)
-    except base_exception as error:
-        return b"exception", _error_fields(kit, error, "the tests could not be loaded")
+    suite["watched"] = kit["watched"]
+    suite["classes"] = runner_unittest_classes.all_classes(kit)
     return b"ok", {b"results": watch.encode_rows(kit, _run_cases(kit, suite, violations))}
 
 
 def _capture(kit: dict, cases: Any, test_globals: dict) -> dict:
-    """The tests as they were defined, taken before any of them runs: their methods, their
-    lifecycle methods, and the namespaces (their classes, their globals) watched from then on."""
+    """The tests as they were defined, taken before the program runs: their methods, their
+    lifecycle methods, which ``TestCase`` methods their classes override, and the namespaces
+    (their classes, their globals) watched from then on."""
     getattr_, vars_, callable_ = kit["getattr"], kit["vars"], kit["callable"]
     names = kit["sorted"](name for name in kit["dir"](cases) if name.startswith("test") and callable_(getattr_(cases, name, None)))
     mro = cases.__mro__
     below = mro[: kit["index"](mro, kit["test_case"])]
-    # The tests' classes keep what they hold (new names are the tests' own, set in setUpClass);
-    # their module's callables keep their identity (its data is the tests' to rebind).
-    own = [("tests." + klass.__name__, vars_(klass), runner_unittest_watch.VALUES) for klass in below]
-    own.append(("tests", test_globals, runner_unittest_watch.CALLABLES))
-    watched = kit["list"](kit["watched"]) + own
-    kit["watched_calls"].extend(own)  # the entry point's wrapper watches them around every call too
-    own_init = False
+    # Every member of the tests' classes and every name of their globals, new ones included.
+    own = [("tests." + klass.__name__, vars_(klass), runner_unittest_watch.STRICT) for klass in below]
+    own.append((runner_unittest_watch.TESTS_GLOBALS, test_globals, runner_unittest_watch.STRICT))
+    own_init, overridden = False, kit["set"]()
     for klass in below:
         own_init = own_init or "__init__" in vars_(klass)
+        overridden.update(kit["list"](vars_(klass)))
     return {
         "cases": cases, "names": names, "methods": {name: getattr_(cases, name) for name in names},
         "below": below, "own_init": own_init, "init": cases.__init__ if own_init else kit["case_init"],
+        "overridden": kit["frozenset"](overridden),
         "set_up": getattr_(cases, "setUp"), "tear_down": getattr_(cases, "tearDown"),
         "set_up_class": getattr_(cases, "setUpClass"), "tear_down_class": getattr_(cases, "tearDownClass"),
-        "watched": watched, "classes": runner_unittest_classes.all_classes(kit),
+        "own": own,
     }  # fmt: skip
-
-
-def _receive_tests(kit: dict, token: bytes) -> str | None:
-    """Asks the runner for the tests (``token`` on the ready pipe) and reads ``token + tests``."""
-    record_fd = runner_child.RECORD_FD
-    tests_fd, ready_fd = record_fd + 1, record_fd + 2
-    try:
-        kit["write"](ready_fd, token)
-        kit["close"](ready_fd)
-        data = b""
-        while True:
-            chunk = kit["read"](tests_fd, 65536)
-            if not chunk:
-                break
-            data += chunk
-        kit["close"](tests_fd)
-    except kit["base_exception"]:  # noqa: BLE001 - a broken channel is a failed job, whatever broke it
-        return None
-    head, _newline, body = data.partition(b"\n")
-    return body.decode("utf-8") if head == token else None
 
 
 def _run_cases(kit: dict, suite: dict, violations: list) -> list:
@@ -309,7 +266,13 @@ def _run_cases(kit: dict, suite: dict, violations: list) -> list:
     base = watch.snapshot(kit, watched)  # after setUpClass, which may set class attributes
 
     def problem_now() -> str:
-        problem = watch.changed(kit, base, watch.snapshot(kit, watched), watched)
+        now = watch.snapshot(kit, watched)
+        problem = watch.changed(kit, base, now, watched)
+        if not violations and problem[: kit["len"](watch.TESTS_GLOBALS) + 1] == watch.TESTS_GLOBALS + ".":
+            # A test may rebind its own module's globals (``global ARRAY``: BigCodeBench/652);
+            # calls of the entry point compare them strictly, so the change is the tests'.
+            base[watch.TESTS_GLOBALS] = now[watch.TESTS_GLOBALS]
+            problem = watch.changed(kit, base, now, watched)
         problem = problem and f"{problem} changed"
         # Threads are not counted here: the tests start their own (servers, clients); the
         # entry point's wrapper refuses those the program leaves behind a call.
@@ -336,15 +299,13 @@ def _run_cases(kit: dict, suite: dict, violations: list) -> list:
 def _run_one(kit: dict, suite: dict, name: str) -> tuple[str, str]:
     """Runs one captured test method on a case whose ``TestCase`` methods are the ones bound
     before the program ran."""
-    base_exception, method, vars_ = kit["base_exception"], kit["method"], kit["vars"]
+    base_exception, method = kit["base_exception"], kit["method"]
     try:
         case = kit["new"](suite["cases"])
         suite["init"](case, name)
+        overridden = suite["overridden"]  # as the tests defined them, before the program ran
         for attribute, function in kit["items"](kit["case_methods"]):
-            inherited = True
-            for klass in suite["below"]:
-                inherited = inherited and attribute not in vars_(klass)
-            if inherited:  # the test module's own overrides (setUp, tearDown) stay
+            if attribute not in overridden:  # the test module's own overrides (setUp, tearDown) stay
                 case.__dict__[attribute] = method(function, case)
         case.__dict__["failureException"] = kit["failure"]
         suite["set_up"](case)

@@ -102,42 +102,146 @@ def answering_classes(kit: dict, before: dict) -> str:
 
 def library_class(kit: dict, klass: type, checked: frozenset = COMPARING_MEMBERS) -> bool:
     """Whether ``klass`` was defined by a module's own code (a lazy import's class, say
-    ``email.charset.Charset``): each of its ``checked`` members that is a Python function was
-    compiled from the file of the module whose namespace is its globals (``functools.total_ordering``
-    adds functools' own; a dataclass's are compiled from text), and one of them belongs to the
-    class's module (a package may name its submodules' classes after itself: numpy's
-    ``set_module``). A class with no such function must be held by its module under its
-    qualified name. A program that compiles its class under a module's file name and runs it in
-    that module's namespace passes this test (see docs/THREAT_MODEL.md)."""
+    ``email.charset.Charset``), whatever names it gives itself: each of its ``checked`` members
+    is a Python function that :func:`library_function` accepts (``functools.total_ordering``
+    adds functools' own), ``None``, or a C type's own slot of ``klass`` itself; one of its
+    functions belongs to the class's module (a package may name its submodules' classes after
+    itself: numpy's ``set_module``). A class with no such function (a C type's) must be held by
+    its module, a module really loaded, under its qualified name."""
     type_, vars_ = kit["type"], kit["vars"]
     try:
         members = vars_(klass)
         module_name = members.get("__module__")
         if type_(module_name) is not str or module_name in ("__test__", "__main__"):
             return False
-        functions = [value for name, value in kit["proxy_items"](members) if type_(name) is str and name in checked and type_(value) is kit["function"]]
-        generated = "__dataclass_fields__" in members  # dataclasses compile their methods from text
-        own_module = False
-        for function in functions:
-            globals_ = kit["globals_of"](function)
-            defined_in = globals_.get("__name__")
-            if type_(defined_in) is not str or defined_in in ("__test__", "__main__"):
+        own_module, functions = False, 0
+        for name, value in kit["proxy_items"](members):
+            if type_(name) is not str or name not in checked or value is None:
+                continue
+            kind = type_(value)
+            if kind in kit["c_slots"]:
+                if kit["objclass_of"](value) is not klass:  # int.__ne__ put in a class as its __eq__
+                    return False
+                continue
+            if kind is staticmethod or kind is classmethod:
+                value = kit["getattr"](value, "__func__", None)
+            if type_(value) is not kit["function"] or not library_function(kit, value):
                 return False
-            filename = kit["code_of"](function).co_filename
-            if filename != globals_.get("__file__") and not (generated and filename == "<string>"):
-                return False  # code run in a module's namespace, not compiled from its file
+            functions += 1
+            defined_in = kit["globals_of"](value).get("__name__")
             own_module = own_module or defined_in == module_name or defined_in.startswith(module_name + ".")
         if functions:  # a C accelerator may shadow the class's name in its module (ElementTree)
             return own_module
         module = kit["modules"].get(module_name)
-        if module is None:
+        if module is None or not kit["issubclass"](type_(module), kit["module_type"]):
             return False
-        found = vars_(module)
+        found = kit["module_dict"](module)
         for part in kit["str"].split(kit["as_text"](kit["qualname_of"](klass)), "."):
             found = (found if type_(found) is dict else vars_(found)).get(part)
         return found is klass or type_(found) is klass  # or the module's one instance of it
     except kit["base_exception"]:  # noqa: BLE001 - not resolvable: not a library's
         return False
+
+
+def library_function(kit: dict, function: Any) -> bool:
+    """Whether ``function`` is a library's own: its globals are the namespace of a module really
+    loaded (in ``sys.modules`` under the name they hold), whose file it was compiled from (the
+    file recorded before the program ran, or one under the interpreter's library directories),
+    and its code is what that file compiles to at its line (not code compiled elsewhere under
+    the file's name)."""
+    type_, modules = kit["type"], kit["modules"]
+    globals_ = kit["globals_of"](function)
+    defined_in = globals_.get("__name__")
+    if type_(defined_in) is not str or defined_in in ("__test__", "__main__"):
+        return False
+    module = modules.get(defined_in)
+    if module is None or not kit["issubclass"](type_(module), kit["module_type"]) or kit["module_dict"](module) is not globals_:
+        return False  # a namespace that poses as a module's
+    filename = library_file(kit, defined_in, globals_)
+    code = kit["code_of"](function)
+    if not filename or code.co_filename != filename:
+        return False
+    return same_code(kit, code, file_code(kit, filename).get((code.co_name, code.co_firstlineno)))
+
+
+def library_file(kit: dict, name: str, namespace: dict) -> str:
+    """The file of module ``name``: the one recorded before the program ran, else its
+    ``__file__`` where that is a normalised path under the library directories ("" when none)."""
+    recorded = kit["library_files"].get(name)
+    if recorded is not None:
+        return recorded
+    filename = namespace.get("__file__")
+    if kit["type"](filename) is not str or kit["normpath"](filename) != filename:
+        return ""
+    for root in kit["library_roots"]:
+        if filename.startswith(root):
+            return filename
+    return ""
+
+
+def file_code(kit: dict, filename: str) -> dict:
+    """``(name, first line) -> code`` of every code object that ``filename`` compiles to (cached)."""
+    cache = kit["file_codes"]
+    found = cache.get(filename)
+    if found is None:
+        found = {}
+        try:
+            with kit["open_code"](filename) as handle:
+                source = handle.read()
+            pending = [kit["compile"](source, filename, "exec", dont_inherit=True)]
+            while pending:
+                code = pending.pop()
+                found[(code.co_name, code.co_firstlineno)] = code
+                pending.extend(constant for constant in code.co_consts if kit["type"](constant) is kit["code_type"])
+        except kit["base_exception"]:  # noqa: BLE001, S110 - unreadable: nothing in it is trusted
+            pass
+        cache[filename] = found
+    return found
+
+
+def same_code(kit: dict, code: Any, reference: Any) -> bool:
+    """Whether two code objects do the same: bytecode, names and constants (nested code too)."""
+    type_ = kit["type"]
+    if type_(code) is not kit["code_type"] or type_(reference) is not kit["code_type"]:
+        return False
+    for field in ("co_code", "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_flags", "co_argcount", "co_kwonlyargcount", "co_posonlyargcount"):
+        if not _same_constant(kit, kit["getattr"](code, field), kit["getattr"](reference, field)):
+            return False
+    ours, theirs = code.co_consts, reference.co_consts
+    if kit["len"](ours) != kit["len"](theirs):
+        return False
+    for one, other in kit["zip"](ours, theirs):
+        if type_(one) is kit["code_type"]:
+            if not same_code(kit, one, other):
+                return False
+        elif not _same_constant(kit, one, other):
+            return False
+    return True
+
+
+def _same_constant(kit: dict, one: Any, other: Any) -> bool:
+    """Equality of constants of builtin types only (no class of the program's is asked)."""
+    type_ = kit["type"]
+    kind = type_(one)
+    if kind is not type_(other):
+        return False
+    if kind is tuple or kind is frozenset:
+        if kit["len"](one) != kit["len"](other):
+            return False
+        if kind is frozenset:
+            for item in one:
+                if type_(item) not in (int, str, bytes, float, complex, bool, type(None)):
+                    return False
+            one, other = kit["sorted"](kit["map"](kit["repr"], one)), kit["sorted"](kit["map"](kit["repr"], other))
+        for left, right in kit["zip"](one, other):
+            if not _same_constant(kit, left, right):
+                return False
+        return True
+    if kind is float or kind is complex:
+        return kit["repr"](one) == kit["repr"](other)
+    if kind is int or kind is str or kind is bytes or kind is bool or one is None or one is Ellipsis:
+        return one == other
+    return False
 
 
 def programs_code(kit: dict, function: Any) -> bool:

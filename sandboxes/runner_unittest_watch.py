@@ -78,7 +78,7 @@ def bind(kit: dict, libraries: tuple, tests: list) -> None:
                         types.MethodWrapperType),
         "method_type": types.MethodType,
         "descriptor_types": (property, classmethod, staticmethod, types.MemberDescriptorType, types.GetSetDescriptorType), "map": map, "zip": zip, "set": set, "frozenset": frozenset,
-        "tuple": tuple, "join": str.join, "as_text": str.__str__, "hex": bytes.hex, "encode": str.encode,
+        "tuple": tuple, "float_hex": float.hex, "join": str.join, "as_text": str.__str__, "hex": bytes.hex, "encode": str.encode,
         "exception_text": BaseException.__str__, "exception_args": BaseException.__dict__["args"].__get__,
         "function": type(bind), "code_replace": type(bind.__code__).replace, "append": list.append,
         "compile_wrapper": _compile_quietly(_WRAPPER_SOURCE, "<entry point>"),
@@ -86,9 +86,35 @@ def bind(kit: dict, libraries: tuple, tests: list) -> None:
         "mock_base": sys.modules["unittest.mock"].NonCallableMock,
         "magic_proxy": sys.modules["unittest.mock"].MagicProxy,
     })  # fmt: skip
+    import importlib.machinery
+    import io
+    import os.path
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    roots.update(entry for entry in sys.path if "site-packages" in entry or "dist-packages" in entry)
+    roots.update([os.path.realpath(root) for root in roots])
+    kit.update({
+        "library_roots": tuple(root.rstrip("/") + "/" for root in roots if root.startswith("/") and root.rstrip("/")),
+        "normpath": os.path.normpath, "file_finder": importlib.machinery.FileFinder, "module_dict": types.ModuleType.__dict__["__dict__"].__get__, "open_code": io.open_code, "code_type": types.CodeType, "repr": repr,
+        "objclass_of": lambda descriptor: type(descriptor).__dict__["__objclass__"].__get__(descriptor), "file_codes": {},
+    })  # fmt: skip
+    kit["library_files"] = module_files(kit)
     kit["signal_baseline"] = {number: kit["getsignal"](number) for number in kit["signals"]}
     kit["hook_baseline"] = [kit["getattr"](sys, name, None) for name in SYS_HOOKS]
     kit["classes_before"] = runner_unittest_classes.all_classes(kit)
+
+
+def module_files(kit: dict) -> dict:
+    """``name -> __file__`` of every loaded module that has one (what its classes are compiled from)."""
+    files = {}
+    for name, module in kit["items"](kit["modules"]):
+        namespace = kit["getattr"](module, "__dict__", None)
+        filename = namespace.get("__file__") if kit["type"](namespace) is dict else None
+        if kit["type"](name) is str and kit["type"](filename) is str:
+            files[name] = filename
+    return files
 
 
 def _compile_quietly(source: str, filename: str) -> Any:
@@ -100,8 +126,11 @@ def _compile_quietly(source: str, filename: str) -> Any:
         return compile(source, filename, "exec")
 
 
-#: How a namespace is watched: every name, none new (a class); callables, new ones allowed (a
-#: module, whose data is library state); every name, new ones allowed (the tests' globals).
+#: How a namespace is watched: every name by identity and, for builtin containers, by content,
+#: none new (:data:`STRICT`: the tests' classes and globals, ``unittest``'s classes); a module's
+#: attributes (:data:`CALLABLES`: its callables, classes, submodules and dunders by identity, its
+#: public scalars by value, its public builtin containers by identity; new names allowed but for
+#: :data:`MODULE_HOOKS`); every name by identity, new ones allowed (:data:`VALUES`).
 STRICT, CALLABLES, VALUES = "strict", "callables", "values"
 #: A library's class: its behaviour (callables, descriptors, :data:`BEHAVING_DATA`) keeps its
 #: identity and it gains none; its other data (class-level state, caches) may change.
@@ -109,26 +138,51 @@ CLASS = "class"
 #: Class data that changes how objects compare or convert (other data, ``__slotnames__`` that
 #: copyreg adds, caches, is state).
 BEHAVING_DATA = frozenset({"__hash__", "__array_priority__", "__array_interface__", "__array_struct__", "__slots__"})
+#: The label of the tests' globals among the watched namespaces.
+TESTS_GLOBALS = "tests:globals"
+#: Names a module may not gain: the attribute lookups of its users would run them.
+MODULE_HOOKS = frozenset({"__getattr__", "__dir__"})
+#: ``sys`` attributes compared by content too (what the import system consults), and those the
+#: interpreter itself sets (left out).
+SYS_CONTENTS = frozenset({"path", "meta_path", "path_hooks"})
+SYS_VOLATILE = frozenset({"last_type", "last_value", "last_traceback", "last_exc", "ps1", "ps2", "exc_type", "exc_value"})
+#: Items of one value read for its fingerprint (containers nested in it included).
+FINGERPRINT_ITEMS = 10_000
 
 
-def namespaces(kit: dict, deep: bool) -> list:
+def namespaces(kit: dict, deep: bool, tests: dict | None = None) -> list:
     """The watched namespaces: ``(label, mapping, mode)`` (:data:`STRICT`, :data:`CALLABLES`,
     :data:`VALUES`, :data:`CLASS`).
 
     ``deep``: every loaded module of the task's libraries; else (around each call, which must
     stay cheap) only their top-level modules and the modules whose name says ``testing``.
+    ``tests``: the tests' globals; the modules they hold (and those modules' submodules) and the
+    classes they hold are watched too, whichever library they come from.
     """
     found: list = []
     classes_seen: set = set()
-    modules, type_, vars_ = kit["modules"], kit["type"], kit["vars"]
+    modules, type_, vars_, id_ = kit["modules"], kit["type"], kit["vars"], kit["id"]
+    module_type, issubclass_ = kit["module_type"], kit["issubclass"]
     libraries = kit["libraries"]
+    reached: set = set()
+    tests_classes: list = []
+    for name, value in kit["items"](tests or {}):
+        if issubclass_(type_(value), module_type):
+            reached.add(id_(value))
+            inner = vars_(value)
+            if type_(inner) is dict:
+                for attribute in kit["list"](inner.values()):
+                    if issubclass_(type_(attribute), module_type):
+                        reached.add(id_(attribute))
+        elif issubclass_(type_(value), type_) and name != "__builtins__":
+            tests_classes.append((name, value))
     for name in kit["list"](modules):
         top = name.partition(".")[0]
         library = top in libraries and (deep or name == top or "testing" in name)
-        if not (name in WATCHED_MODULES or library or name == "sys"):
-            continue
         module = modules.get(name)
-        if not kit["issubclass"](type_(module), kit["module_type"]):  # None, or an object a library put there
+        if not (name in WATCHED_MODULES or library or name == "sys" or id_(module) in reached):
+            continue
+        if not issubclass_(type_(module), module_type):  # None, or an object a library put there
             continue
         namespace = vars_(module)
         if type_(namespace) is not dict:
@@ -139,22 +193,79 @@ def namespaces(kit: dict, deep: bool) -> list:
         for attribute, value in kit["items"](namespace):
             # A package's own classes, where they are exported too (pandas.DataFrame is
             # pandas.core.frame's): watched once, under the first module that shows them.
-            if kit["issubclass"](type_(value), type_) and kit["id"](value) not in classes_seen:  # no __class__ asked
+            if issubclass_(type_(value), type_) and id_(value) not in classes_seen:  # no __class__ asked
                 owner = kit["getattr"](value, "__module__", "")
                 if kit["type"](owner) is str and owner.partition(".")[0] == top:
-                    classes_seen.add(kit["id"](value))
+                    classes_seen.add(id_(value))
                     mode = STRICT if name in WATCHED_MODULES else CLASS
                     found.append((name + "." + attribute, vars_(value), mode))
+    for name, value in tests_classes:  # classes the tests imported (collections.Counter ...)
+        if id_(value) not in classes_seen and type_(value.__module__) is str and value.__module__ != "__test__":
+            classes_seen.add(id_(value))
+            found.append((TESTS_GLOBALS + "." + name + " (class)", vars_(value), CLASS))
     return found
 
 
-def snapshot(kit: dict, watched: list) -> dict:
-    """``label -> {name: id(value)}`` of the watched namespaces, plus ``sys.modules``' entries.
+_SCALARS = (int, str, bytes, bool)
 
-    Module globals that are plain data (not callable, not a class) are left out: the libraries
-    keep state there that legitimately changes.
+
+def fingerprint(kit: dict, value: Any) -> Any:
+    """``id(value)``, or for a builtin container (exact types) its identity and its items'
+    fingerprints, nested containers included (at most :data:`FINGERPRINT_ITEMS` items)."""
+    type_, id_ = kit["type"], kit["id"]
+    kind = type_(value)
+    if not (kind is list or kind is tuple or kind is dict or kind is set or kind is frozenset):
+        return id_(value)
+    budget = [FINGERPRINT_ITEMS]
+
+    def walk(item: Any, depth: int) -> Any:
+        kind = type_(item)
+        budget[0] -= 1
+        if budget[0] < 0 or depth > 8 or not (kind is list or kind is tuple or kind is dict or kind is set or kind is frozenset):
+            return id_(item)
+        if kind is dict:
+            return (id_(item), kit["tuple"]((id_(key), walk(entry, depth + 1)) for key, entry in kit["items"](item)))
+        if kind is set or kind is frozenset:
+            return (id_(item), kit["frozenset"](kit["map"](id_, item)))
+        return (id_(item), kit["tuple"](walk(entry, depth + 1) for entry in item))
+
+    return walk(value, 0)
+
+
+def _module_entry(kit: dict, label: str, key: str, value: Any) -> Any:
+    """What of a module's attribute is compared (``None``: nothing, it is library state)."""
+    type_ = kit["type"]
+    if label == "sys":
+        if key in SYS_VOLATILE:
+            return None
+        if key == "path" and type_(value) is list:  # tasks append to it (BigCodeBench/714): a prefix is kept
+            return ("prefix", kit["id"](value), kit["tuple"]((entry if type_(entry) is str else kit["id"](entry)) for entry in value))
+        if key == "path_importer_cache" and type_(value) is dict:  # filled by every import
+            finder_type = kit["file_finder"]
+            return ("finders", kit["id"](value), {entry: (kit["id"](finder), finder is None or type_(finder) is finder_type) for entry, finder in kit["items"](value) if type_(entry) is str})
+        return fingerprint(kit, value) if key in SYS_CONTENTS else kit["id"](value)
+    if kit["callable"](value) or kit["issubclass"](type_(value), kit["module_type"]) or (key[:2] == "__" and key[-2:] == "__"):
+        return kit["id"](value)
+    if key[:1] == "_":
+        return None  # a library's private data: its state
+    kind = type_(value)
+    if kind is int or kind is str or kind is bytes or kind is bool:
+        return (kit["id"](kind), value)
+    if kind is float:
+        return (kit["id"](kind), kit["float_hex"](value))
+    if kind is list or kind is tuple or kind is dict or kind is set or kind is frozenset:
+        return kit["id"](value)
+    return None
+
+
+def snapshot(kit: dict, watched: list) -> dict:
+    """``label -> {name: what is compared}`` of the watched namespaces, plus ``sys.modules``'
+    entries of the watched modules and the types of those modules.
+
+    Modules keep their private data and their public objects' state out: the libraries keep
+    state there that legitimately changes.
     """
-    id_, callable_, dict_, map_, zip_, type_ = kit["id"], kit["callable"], kit["dict"], kit["map"], kit["zip"], kit["type"]
+    id_, dict_, zip_, type_ = kit["id"], kit["dict"], kit["zip"], kit["type"]
     seen: dict = {}
     for label, namespace, mode in watched:
         for key in namespace:
@@ -163,13 +274,26 @@ def snapshot(kit: dict, watched: list) -> dict:
                 break
         else:
             if mode == CALLABLES:
-                seen[label] = {key: id_(value) for key, value in kit["items"](namespace) if callable_(value)}
+                entries = {}
+                for key, value in kit["items"](namespace):
+                    entry = _module_entry(kit, label, key, value)
+                    if entry is not None:
+                        entries[key] = entry
+                seen[label] = entries
             elif mode == CLASS:
-                descriptors = kit["descriptor_types"]
+                descriptors, callable_ = kit["descriptor_types"], kit["callable"]
                 seen[label] = {key: id_(value) for key, value in kit["proxy_items"](namespace) if callable_(value) or type_(value) in descriptors or key in BEHAVING_DATA}
+            elif mode == STRICT:
+                seen[label] = {key: fingerprint(kit, value) for key, value in zip_(namespace, namespace.values())}
             else:
-                seen[label] = dict_(zip_(namespace, map_(id_, namespace.values())))
-    seen["sys.modules"] = {label: id_(kit["modules"].get(label)) for label, _namespace, mode in watched if mode == CALLABLES}
+                seen[label] = dict_(zip_(namespace, kit["map"](id_, namespace.values())))
+    modules = kit["modules"]
+    entries = {}
+    for label, _namespace, mode in watched:
+        if mode == CALLABLES:
+            module = modules.get(label)
+            entries[label] = (id_(module), id_(type_(module)))
+    seen["sys.modules"] = entries
     return seen
 
 
@@ -178,18 +302,44 @@ def changed(kit: dict, base: dict, now: dict, watched: list) -> str:
     if now == base:
         return ""
     strict = {label for label, _namespace, mode in watched if mode == STRICT or mode == CLASS}
+    modules = {label for label, _namespace, mode in watched if mode == CALLABLES}
     for label, names in kit["items"](base):
         current = now.get(label)
         if current is None:
             return label
         for key, value in kit["items"](names):
-            if current.get(key) != value:
+            if current.get(key) != value and not _grown(kit, value, current.get(key)):
                 return f"{label}.{key}"
         if label in strict and kit["len"](current) != kit["len"](names):
             for key in current:
                 if key not in names:
                     return f"{label}.{key} (a new member)"
+        if label in modules:
+            for key in MODULE_HOOKS:
+                if key in current and key not in names:
+                    return f"{label}.{key} (a new member)"
     return ""
+
+
+def _grown(kit: dict, before: Any, now: Any) -> bool:
+    """Whether ``sys.path`` only grew past its prefix, or ``sys.path_importer_cache`` kept every
+    finder it had and gained only the import system's own (:func:`_module_entry`)."""
+    type_ = kit["type"]
+    if type_(before) is not tuple or type_(now) is not tuple or kit["len"](before) != 3 or kit["len"](now) != 3:
+        return False
+    if before[0] != now[0] or before[1] != now[1]:
+        return False
+    if before[0] == "prefix":
+        return now[2][: kit["len"](before[2])] == before[2]
+    if before[0] == "finders":
+        for entry, (finder, _plain) in kit["items"](before[2]):
+            if entry in now[2] and now[2][entry][0] != finder:
+                return False
+        for entry, (finder, plain) in kit["items"](now[2]):
+            if entry not in before[2] and not plain:
+                return False
+        return True
+    return False
 
 
 def quiesce(kit: dict) -> str:

@@ -95,6 +95,39 @@ def test_a_sandbox_host_killed_mid_run_changes_no_reward(hosts, tmp_path):
     assert any(r["correct"] for r in lines) and not all(r["correct"] for r in lines)
 
 
+def test_the_four_classes_through_ray_are_not_paid(hosts, tmp_path):
+    """Through Ray as in process: issue 57's four classes against BigCodeBench's tests (hooks
+    planted for the tests' loading, classes posing as a library's, new members on the tests'
+    class, data of the tests' globals) are not paid; the honest controls beside them pass."""
+    import sys
+    from pathlib import Path
+
+    from conductor_env.sandboxes import Limits
+    from conductor_env.tasks.suites.bigcodebench import BigCodeBenchSuite
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sandboxes"))
+    from test_bigcodebench_classes import HONEST, HOSTILE, REACH_TESTS, SAMPLE, _suite, grade  # noqa: PLC0415 - the in-process battery
+
+    class Folders:  # tmp_path_factory's one method that _suite uses
+        def mktemp(self, name: str) -> Path:
+            folder = tmp_path / name
+            folder.mkdir(exist_ok=True)
+            return folder
+
+    limits = Limits(wall_s=20.0, memory_mb=1024, processes=32, output_bytes=1 << 16)
+    suites = {"sample": BigCodeBenchSuite(data_files=str(SAMPLE), sandbox=hosts, limits=limits), "reach": _suite(hosts, Folders(), "reach", REACH_TESTS)}
+    for suite in suites.values():
+        suite.limits = limits
+    names = ("a_build_class_hook", "a_meta_path_finder", "b_ast_compiled_under_the_file", "b_held_by_a_library_module",
+             "c_assert_override_in_call", "c_getattribute_in_call", "d_mutate_expected_in_place", "d_rebind_module_in_tests_globals")  # fmt: skip
+    for name in names:
+        task, code = HOSTILE[name]
+        score = grade(suites[task], code)
+        assert not score.correct and score.reason, (name, score)
+    for suite in suites.values():
+        assert grade(suite, HONEST).correct
+
+
 def test_hostile_programs_through_ray_are_wrong_not_unscored(hosts):
     """Through Ray as in process: tricks on the BigCodeBench tests are not paid, and a file tree
     the clean-up cannot walk is the program's wrong answer (never "not scored"), on every kind."""
