@@ -39,6 +39,13 @@ FUNCTION_EVENTS = ("object.__getattr__", "object.__setattr__", "object.__delattr
 #: Function attributes that may not be replaced: a new ``__code__`` or new defaults change what
 #: a function the grader holds does, without changing its identity (which is what is checked).
 FROZEN_FUNCTION_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
+#: What a code object does: a new ``__code__`` that differs from the old one only outside these
+#: (its name, qualified name, file name and line numbers) changes no behaviour, and is allowed:
+#: numpy renames its dispatchers so while it imports (:func:`_make_code_check`).
+BEHAVIOUR_FIELDS = (
+    "co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_nlocals", "co_stacksize", "co_flags",
+    "co_code", "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_exceptiontable",
+)  # fmt: skip
 #: The builtins the hook calls, bound when this module loads (before any program runs).
 _BUILTINS = (isinstance, callable, int, len, str, bytes)
 _ERRORS = (ValueError, ImportError, PermissionError, TypeError)
@@ -143,11 +150,13 @@ def _make_function_check(frame_attributes: frozenset, tests: list, library_funct
 
     Refused: reading a frame attribute; reading ``__code__`` of a function in ``tests`` (the
     runner's wrappers); while the program's code runs (``running`` not empty: always for the
-    kinds other than ``unittest``), replacing any function's ``__code__``, or the defaults of a
-    loaded module's function (``library_function``), or compiling code under a loaded module's
-    file name (``forged_file``). Test code may (pyfakefs does).
+    kinds other than ``unittest``), replacing any function's ``__code__`` (unless only its names
+    change: :func:`_make_code_check`), or the defaults of a loaded module's function
+    (``library_function``), or compiling code under a loaded module's file name
+    (``forged_file``). Test code may (pyfakefs does).
     """
     len, frozen = _BUILTINS[3], FROZEN_FUNCTION_ATTRIBUTES
+    renamed_only = _make_code_check(forged_file)
 
     def refused_function_access(event: str, args: tuple) -> str:
         if len(args) < 2:
@@ -164,10 +173,45 @@ def _make_function_check(frame_attributes: frozenset, tests: list, library_funct
                         return "__code__ of the grader's functions is not available in the sandbox"
             return ""
         if running and name in frozen and (name == "__code__" or library_function(args[0])):
+            if name == "__code__" and event == "object.__setattr__" and len(args) > 2 and renamed_only(args[0], args[2]):
+                return ""
             return f"replacing {name} is not available in the sandbox"
         return ""
 
     return refused_function_access
+
+
+def _make_code_check(forged_file: Any) -> Any:
+    """Returns the guard's test for a new ``__code__`` that changes nothing the function does:
+    ``renamed_only(function, code)`` is true when ``code`` has the function's own code's
+    constants (the same tuple) and :data:`BEHAVIOUR_FIELDS`, so that only its name, qualified
+    name, file name or line numbers differ, and its file name is its old one or no loaded
+    module's (``forged_file``). Who asks does not matter: the function keeps its behaviour, so a
+    grader that holds it by identity still holds what it held (docs/THREAT_MODEL.md, "The guard
+    and libraries")."""
+    function_type = type(_make_code_check)
+    code_type = type(_make_code_check.__code__)
+    code_of = function_type.__dict__["__code__"].__get__  # raises the audit event again: a grader's function is refused there
+    slots = code_type.__dict__
+    fields = tuple(slots[name].__get__ for name in BEHAVIOUR_FIELDS if name in slots)
+    consts_of, filename_of, base_exception = slots["co_consts"].__get__, slots["co_filename"].__get__, BaseException
+
+    def renamed_only(function: Any, code: Any) -> bool:
+        if type(function) is not function_type or type(code) is not code_type:  # noqa: E721 - exact types, no __class__ asked
+            return False
+        try:
+            old = code_of(function)
+            if consts_of(old) is not consts_of(code):
+                return False
+            for field in fields:
+                if field(old) != field(code):  # ints, bytes, tuples of exact str: no program code runs
+                    return False
+            filename = filename_of(code)
+            return filename == filename_of(old) or not forged_file("compile", (None, filename))
+        except base_exception:  # noqa: BLE001 - the old code is not readable (the runner's wrappers)
+            return False
+
+    return renamed_only
 
 
 def _make_forgery_check(modules: dict) -> Any:

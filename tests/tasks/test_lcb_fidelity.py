@@ -38,7 +38,9 @@ def suite(box):
 def has_numpy(box):
     report = box.run_tests("import numpy", [{"input": "", "output": ""}])
     if not report.passed:
-        pytest.skip("numpy is not importable in the local sandbox (Debian's python3-numpy provides it)")
+        # Only a missing numpy skips: a guard that refuses numpy's import is a failure (issue 57).
+        assert "No module named 'numpy'" in report.tests[0].stderr_head, report.tests[0]
+        pytest.skip("numpy is not installed in the local sandbox (Debian's python3-numpy provides it)")
 
 
 def grade(suite: LiveCodeBenchSuite, problem_id: str, code: str):
