@@ -25,6 +25,8 @@ from conductor_env.workers.pool import register_backend
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 #: The one workflow every round plays: worker 0 answers.
 SOLVE = {"model_id": [0], "subtasks": ["Solve the task and give the final answer."], "access_list": [[]]}
+#: The episode seed of every row played.
+SEED = 5
 #: Secrets shorter than this are not searched for (a one-letter choice or "0" is in any text).
 MIN_SECRET_CHARS = 3
 
@@ -178,3 +180,48 @@ def leaks(texts: Sequence[str], secret_texts: Sequence[str]) -> list[tuple[str, 
                 found.append((secret, text[:200]))
                 break
     return found
+
+
+@dataclass
+class Prepared:
+    """A kind's episode, ready to play on any channel.
+
+    Attributes:
+        kind: The suite kind.
+        kwargs: The env's ``gym.make`` arguments (JSON: the pool is a file).
+        problem_id: The problem played.
+        gold: What must stay hidden (:func:`gold_of`).
+        public: Texts a policy reads anyway (the problem's question, the workers' wrong answer).
+    """
+
+    kind: Kind
+    kwargs: dict[str, Any]
+    problem_id: str
+    gold: list[str]
+    public: list[str]
+
+    @property
+    def row(self) -> dict[str, Any]:
+        """The episode's row (problem and seed)."""
+        return {"problem_id": self.problem_id, "episode_seed": SEED}
+
+    def secrets(self, reason: str) -> list[str]:
+        """The gold and the grader's ``reason``, less what is public (see :func:`secrets`)."""
+        return secrets([*self.gold, reason], self.public)
+
+
+def prepare(kind: Kind, folder: Path) -> Prepared:
+    """Builds the kind's suite once to read its problem, gold and wrong answer; writes its pool."""
+    from conductor_env.envs import EnvSetup
+
+    probe = EnvSetup.from_id(kind.env_id, pool="simulated", **kind.setup_kwargs()).build()
+    try:
+        problem = pick_problem(kind, probe.suite)
+        gold = gold_of(probe.suite, problem)
+        wrong = kind.reply(problem) if kind.reply is not None else probe.suite.wrong_response(problem)
+        split = probe.suite.default_split
+    finally:
+        probe.close()
+    # The training adapters read the train split by default; most fixtures hold test rows, named here.
+    kwargs = {"pool": write_wrong_pool(folder, kind, problem), **kind.setup_kwargs(), "split": split, "allow_test_split": split == "test"}
+    return Prepared(kind, kwargs, problem.id, gold, [problem.question, wrong])

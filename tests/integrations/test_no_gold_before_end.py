@@ -32,19 +32,16 @@ from conductor_env.evaluation.records import EpisodeSpec, record_of
 from conductor_env.event_loop import run_sync
 from conductor_env.integrations.text_episode import zero_reason
 from conductor_env.verdicts import PUBLIC_REASONS
-from integrations.gold_channels import KINDS, SOLVE, Kind, gold_of, leaks, pick_problem, secrets, strings, wire_text, write_wrong_pool
+from integrations.gold_channels import KINDS, SEED, SOLVE, Kind, Prepared, leaks, prepare, strings, wire_text
 
-SEED = 5
 ACTION = json.dumps(SOLVE)
 
 
 @dataclass
 class Case:
-    """One kind's episode: its env arguments, problem, what must stay hidden, and the grader's reason."""
+    """One kind's episode: its arguments, what must stay hidden, and its play in the Gymnasium env."""
 
-    kind: Kind
-    kwargs: dict[str, Any]
-    problem_id: str
+    prepared: Prepared
     secrets: list[str]
     reason: str
     before: list[str]
@@ -53,8 +50,20 @@ class Case:
     first_info: dict[str, Any]
 
     @property
+    def kind(self) -> Kind:
+        return self.prepared.kind
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return self.prepared.kwargs
+
+    @property
+    def problem_id(self) -> str:
+        return self.prepared.problem_id
+
+    @property
     def row(self) -> dict[str, Any]:
-        return {"problem_id": self.problem_id, "episode_seed": SEED}
+        return self.prepared.row
 
     def assert_hidden(self, texts: list[str], channel: str) -> None:
         found = leaks(texts, self.secrets)
@@ -68,20 +77,10 @@ class Case:
 @pytest.fixture(scope="module", params=KINDS, ids=[kind.name for kind in KINDS])
 def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Case:
     """Plays the kind's episode in the Gymnasium env (the core channel)."""
-    kind: Kind = request.param
-    probe = EnvSetup.from_id(kind.env_id, pool="simulated", **kind.setup_kwargs()).build()
+    prepared = prepare(request.param, tmp_path_factory.mktemp(f"gold-{request.param.name}"))
+    env = EnvSetup.from_id(prepared.kind.env_id, **prepared.kwargs).make()
     try:
-        problem = pick_problem(kind, probe.suite)
-        gold = gold_of(probe.suite, problem)
-        wrong = kind.reply(problem) if kind.reply is not None else probe.suite.wrong_response(problem)
-        split = probe.suite.default_split
-    finally:
-        probe.close()
-    # The training adapters read the train split by default; most fixtures hold test rows, named here.
-    kwargs = {"pool": write_wrong_pool(tmp_path_factory.mktemp(f"gold-{kind.name}"), kind, problem), **kind.setup_kwargs(), "split": split, "allow_test_split": split == "test"}
-    env = EnvSetup.from_id(kind.env_id, **kwargs).make()
-    try:
-        first, reset_info = env.reset(options={"row": {"problem_id": problem.id, "episode_seed": SEED}})
+        first, reset_info = env.reset(options={"row": prepared.row})
         observation, _, terminated, truncated, info = env.step(ACTION)
         assert not (terminated or truncated) and not info["correct"]
         before = strings([first, reset_info, chat_turn(first), observation, info, chat_turn(observation)])
@@ -90,7 +89,7 @@ def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         env.close()
     assert terminated and not truncated and not final["correct"]
     reason = final["round_reasons"][0]
-    played = Case(kind, kwargs, problem.id, secrets([*gold, reason], strings([first, wrong])), reason, before, dict(final), final_reward, dict(info))
+    played = Case(prepared, prepared.secrets(reason), reason, before, dict(final), final_reward, dict(info))
     assert reason in played.secrets  # the grader's reason is never public text
     return played
 
