@@ -137,6 +137,26 @@ def test_an_invalid_request_is_answered_without_echoing_it(server: OpenEnvServer
         assert problems and all(set(problem) == {"loc", "msg", "type"} and problem["msg"] for problem in problems), problems
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"jsonrpc": "2.0", "method": PLANTED, "id": 1},
+        {"jsonrpc": PLANTED, "method": "tools/list", "id": 2},
+        {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": PLANTED}, "id": 3},
+        {"x": PLANTED},
+        "{" + PLANTED,
+    ],
+)
+def test_mcp_errors_do_not_echo_the_request(server: OpenEnvServer, body: object) -> None:
+    """OpenEnv's JSON-RPC endpoint (the env serves no MCP tools): errors in JSON-RPC's own words."""
+    content = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    response = httpx.post(f"{server.url}/mcp", content=content, headers={"content-type": "application/json"}, timeout=60)
+    assert response.status_code == 200 and "error" in response.json(), response.text[:300]
+    assert PLANTED not in response.text, response.text[:500]
+    over = httpx.post(f"{server.url}/mcp", content=chunked(b" " * (MAX_BODY_BYTES + 1)), headers={"content-type": "application/json"}, timeout=60)
+    assert "error" in over.json() and healthy(server)  # read only up to the limit, then refused
+
+
 async def _ws_messages(url: str, messages: list[str]) -> list[object]:
     """Sends each message on one socket; an answer, or the close code when the server closed it."""
     import websockets
@@ -160,11 +180,14 @@ def test_websocket_error_frames_do_not_echo_the_message(server: OpenEnvServer) -
         json.dumps({"type": PLANTED * 1000}),
         json.dumps({"type": "reset", "data": {"seed": PLANTED}}),
         "{" + PLANTED,
+        json.dumps({"type": "mcp", "data": {"jsonrpc": "2.0", "method": PLANTED, "id": 1}}),
+        json.dumps({"type": "mcp", "data": {"jsonrpc": PLANTED, "method": "tools/list", "id": 2}}),
         json.dumps({"type": "reset", "data": {"seed": 3}}),
         json.dumps({"type": "step", "data": WORKFLOW}),
     ]
     answers = asyncio.run(_ws_messages(server.url, messages))
-    assert [answer["type"] for answer in answers] == ["error"] * 5 + ["observation", "observation"]  # type: ignore[index]
+    assert [answer["type"] for answer in answers] == ["error"] * 5 + ["mcp"] * 2 + ["observation", "observation"]  # type: ignore[index]
+    assert all("error" in answer["data"] for answer in answers[5:7])  # type: ignore[index]
     assert PLANTED not in json.dumps(answers)
     errors = answers[0]["data"]["errors"]  # type: ignore[index]
     assert errors == [{"loc": ["model_id", 0], "msg": errors[0]["msg"], "type": "int_parsing"}]
