@@ -27,6 +27,11 @@ SPEC_GRAMMAR = """policy specs:
   llm:<name>                     an LLM as the Conductor: a pool worker name, a model folder, a
                                  shipped trained Conductor (llm:orchestra-gemma3-270m) or a known
                                  local model (e.g. llm:gemma3-270m)
+  traits-rule                    the best workflow for what the workers' descriptions state, assuming
+                                 a family's typical numbers (needs the env option worker_traits=true;
+                                 options family=, price_weight=)
+  traits-ppo:<folder>            a PPO policy on the structured view saved by
+                                 `conductor-env train traits-ppo` (needs worker_traits=true)
   router:<kind>:<folder>         a trained router (knn, mlp, routerdc, smoothie, masrouter) saved by
                                  `conductor-env train router` (option price_weight= overrides its λ;
                                  docs/ROUTERS.md)"""
@@ -43,6 +48,8 @@ _FAMILY_OPTIONS: dict[str, set[str]] = {
     "same-budget": {"wrap_ids", "budget_from", "budget_policy"},
     "llm": {"pool", "max_tokens", "temperature", "max_concurrency", "retry", "local_options"},
     "router": {"pool", "price_weight"},
+    "traits-rule": {"family", "price_weight"},
+    "traits-ppo": set(),
 }
 KNOWN_OPTIONS: frozenset[str] = frozenset().union(*_FAMILY_OPTIONS.values())
 #: The router loader, named and imported only when a spec names a router (as the kinds in
@@ -101,6 +108,17 @@ def make_policy(spec: str, **options: Any) -> Policy:
         if not kind or not folder:
             raise _bad(spec, "a router spec is router:<kind>:<checkpoint folder>")
         return _load_router(kind, folder, **_pick("router", options))
+    if text == "traits-rule":
+        from conductor_env.agents.traits_rule import TraitsRule
+
+        return TraitsRule(**_pick("traits-rule", options))
+    if text.startswith("traits-ppo:"):
+        folder = text[len("traits-ppo:") :]
+        if not folder:
+            raise _bad(spec, "a traits-ppo spec is traits-ppo:<folder saved by `conductor-env train traits-ppo`>")
+        from conductor_env.agents.traits_ppo import TraitPPOPolicy
+
+        return TraitPPOPolicy(folder)
     if text == "random":
         return baselines.RandomWorkflow(**_pick("random", options))
     if m := re.fullmatch(rf"single:{_ID}", text):

@@ -10,7 +10,8 @@ structure back out of prompt text. ``episode`` names the episode
 stochastic policy seeds its draws with it, so its actions depend on the episode and not on the
 order in which observations reach it. With ``EnvOptions.worker_traits``, ``worker_traits`` holds
 one row per pool slot: the shown workers' declared traits (:func:`conductor_env.traits.trait_row`,
-what their descriptions state, never the hidden numbers) in shown-id order, then rows of -1.
+what their descriptions state, never the hidden numbers) in shown-id order, then rows of -1, and
+``question_domain`` the index of the problem's domain among the trait columns (-1 for another domain).
 ``update`` is what a later
 round adds to the Conductor's conversation (the previous round's answer and what to do with it;
 ``""`` in the first round and inside self-call frames): the chat view of
@@ -87,7 +88,7 @@ class ObservationBuilder:
                 "worker_names": spaces.Tuple([Utf8Text(self._name_limit())] * len(self.specs)),
                 "worker_descriptions": spaces.Tuple([Utf8Text(max([utf8_size(spec.description) for spec in self.specs] + [1]))] * len(self.specs)),
                 "episode": Utf8Text(EPISODE_KEY_CHARS),
-                **({"worker_traits": self._traits_space()} if options.worker_traits else {}),
+                **({"worker_traits": self._traits_space(), "question_domain": spaces.Discrete(len(self.trait_domains) + 1, start=ABSENT)} if options.worker_traits else {}),
             }
         )
 
@@ -245,6 +246,7 @@ class ObservationBuilder:
         }
         if options.worker_traits:
             observation["worker_traits"] = self.worker_traits(specs, shown)
+            observation["question_domain"] = self.trait_domains.index(domain) if domain in self.trait_domains else ABSENT
         for name, limit in self.text_limits.items():
             if utf8_size(observation[name]) > limit:
                 raise RuntimeError(f"observation {name!r} is {utf8_size(observation[name])} UTF-8 bytes, over its bound {limit}")

@@ -62,8 +62,8 @@ class EnvOptions:
             out of training this way, then evaluate on it alone by excluding every other one.
         show_names: Reveal worker names and descriptions (hidden by default, as in the paper).
         worker_traits: Add the structured view of the shown workers' declared traits to the
-            observation (``worker_traits``, see :mod:`conductor_env.traits`), for policies that
-            do not read text; the pool's workers must declare traits (generated pools do).
+            observation (``worker_traits``, see :mod:`conductor_env.traits`, and the question's
+            domain as ``question_domain``), for policies that do not read text; the pool's workers must declare traits (generated pools do).
         self_call: Offer the Conductor itself as the last worker id.
         max_depth: Deepest self-call frame (0 when ``self_call`` is off).
         examples: Which worked examples the prompt shows (``"out_of_domain"`` by default).

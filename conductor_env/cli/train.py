@@ -15,6 +15,7 @@ from typing import Any
 
 from conductor_env.cli.common import UsageError, ray_backend
 from conductor_env.cli.routers import register_train_router
+from conductor_env.cli.train_traits import register_train_traits_ppo
 
 _DESCRIPTION = (
     "Train a Conductor LLM with TRL's GRPOTrainer against a Conductor env. A recipe sets every default: cpu "
@@ -59,7 +60,7 @@ def _shown(value: Any) -> str:
 
 
 def register(subparsers: Any) -> None:
-    """Adds ``train`` (with its ``grpo``, ``export-adapter`` and ``router`` subcommands) to the ``conductor-env`` parser."""
+    """Adds ``train`` (with its ``grpo``, ``export-adapter``, ``router`` and ``traits-ppo`` subcommands) to the ``conductor-env`` parser."""
     from conductor_env.agents.training.flags import add_recipe_flags
     from conductor_env.agents.training.recipes import recipe_names
 
@@ -87,6 +88,7 @@ def register(subparsers: Any) -> None:
     grpo.set_defaults(handler=run_grpo_command)
     _register_export_adapter(kinds)
     register_train_router(kinds)
+    register_train_traits_ppo(kinds)
 
 
 def _register_export_adapter(kinds: Any) -> None:

@@ -67,6 +67,9 @@ def pool_table(scores: dict[str, Any], under_test: str) -> Table:
         return "" if entry is None else f"{entry['gap']:+.3f} ({entry['ci95'][0]:+.3f}, {entry['ci95'][1]:+.3f})"
 
     table.add_row("oracle", _reward(oracle), gap(scores["gap_to_oracle"]), *(f"{oracle['domains'][d]:.3f} {oracle['plans'][d]['plan']}" for d in domains), style="bold")
+    if "single_call" in oracle:
+        single = oracle["single_call"]
+        table.add_row("best single call", _reward(single), "", *(f"{single['domains'][d]:.3f}" for d in domains), style="bold")
     for policy, entry in sorted(scores["policies"].items(), key=lambda kv: -kv[1]["expected_reward"]):
         strategy = scores["strategy"].get(policy, {})
         cells = [f"{entry['domains'].get(d, float('nan')):.3f} {strategy[d]['pattern'] if d in strategy else ''}" for d in domains]

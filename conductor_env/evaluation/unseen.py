@@ -12,6 +12,9 @@ beside every fixed baseline, on the same questions:
 - The env of the orchestrate recipes: ``Conductor-RG-v0``, split ``test``, the recipes' six
   reasoning-gym datasets (two per domain), the ``cost_aware`` reward with ``price_weight = 1``,
   at most 3 steps, names shown, no examples in the prompt, the whole pool every episode.
+- Beside the fixed baselines, ``traits-rule`` (the best workflow for what the descriptions
+  state, assuming the family's typical numbers) shows what reading the pool reaches; the oracle
+  and the best single call (perfect routing) are computed, not played.
 - Every policy plays the same questions on every pool (the eval runner, one resumable folder per
   pool); each episode is scored by its exact expected reward (:mod:`.expected`) and each question
   gets the oracle's value, the best workflow's for its domain on that pool (:mod:`.oracle`).
@@ -44,7 +47,8 @@ UNSEEN_POOLS: tuple[str, ...] = (*(f"generated-heldout#{k}" for k in range(6)), 
 #: the recipes' too: a Conductor trained on them fails to parse with the examples in its prompt.
 ENV_ID = "Conductor-RG-v0"
 SPLIT = "test"
-ENV_OPTIONS: dict[str, Any] = {"reward": "cost_aware", "price_weight": 1.0, "max_steps": 3, "show_names": True, "examples": "none"}
+#: ``worker_traits`` adds the structured view, which ``traits-rule`` and numeric learners read (the prompt is unchanged).
+ENV_OPTIONS: dict[str, Any] = {"reward": "cost_aware", "price_weight": 1.0, "max_steps": 3, "show_names": True, "examples": "none", "worker_traits": True}
 #: The orchestrate recipes' datasets (the cpu recipe's suite options), two per domain. The split
 #: lists them one after another, so the suite is sized to the questions wanted (see :func:`question_plan`).
 DATASETS: tuple[str, ...] = ("basic_arithmetic", "chain_sum", "letter_counting", "spell_backward", "syllogism", "family_relationships")
@@ -113,13 +117,18 @@ def check_pools(pools: Sequence[str] | None) -> list[str]:
     return chosen
 
 
+#: Reference policies played on every pool beside the fixed baselines: what reading the descriptions
+#: reaches without the hidden numbers (``traits-rule``, :mod:`conductor_env.agents.traits_rule`).
+REFERENCE_POLICIES: tuple[str, ...] = ("traits-rule",)
+
+
 def policy_specs(policy: str, num_workers: int, extra: Sequence[str] = ()) -> list[str]:
-    """Returns the specs played on a pool: the policy under test first, then the baselines and extras.
+    """Returns the specs played on a pool: the policy under test first, then the baselines, the reference policies and the extras.
 
     A baseline or extra equal to an earlier spec is played once.
     """
     specs: list[str] = []
-    for spec in (policy, *fixed_baselines(num_workers), *extra):
+    for spec in (policy, *fixed_baselines(num_workers), *REFERENCE_POLICIES, *extra):
         if spec not in specs:
             specs.append(spec)
     return specs

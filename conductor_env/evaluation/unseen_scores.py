@@ -4,7 +4,8 @@ Each played episode counts by its exact expected reward (:mod:`.expected`); each
 gets the oracle's value, the best workflow's expected reward for the question's domain on the
 pool (:func:`~conductor_env.evaluation.oracle.shown_oracle` over every worker). No workflow of
 at most the env's 3 steps has a higher expected reward, so the oracle bounds every policy on
-every question. The policy under test is compared with every other policy on the same questions
+every question. Beside it, the best single call (the best one-step workflow, the same way) is the
+ceiling of perfect routing. The policy under test is compared with every other policy on the same questions
 (paired gaps, :func:`~conductor_env.evaluation.expected.paired_gaps`); across pools the summary
 counts where the paired interval lies wholly above (or below) 0.
 
@@ -20,6 +21,8 @@ from conductor_env.evaluation.expected import interval, paired_gaps, per_questio
 from conductor_env.evaluation.oracle import DOMAINS, oracle_report, shape_of, shown_oracle, worker_table
 
 ORACLE = "oracle"
+#: The name of the best-single-call ceiling in the tables (perfect routing, hidden numbers known).
+SINGLE_CALL = "best single call"
 
 
 def workflow_pattern(row: dict[str, Any]) -> str:
@@ -75,23 +78,28 @@ def oracle_scores(rows: Sequence[dict[str, Any]], pool: str) -> dict[str, Any]:
     Args:
         rows: The pool's episodes (their questions and domains).
         pool: The simulated pool.
+
+    Returns:
+        ``questions``, ``expected_reward``, ``ci95``, ``domains``, ``plans`` (the oracle's per
+        domain), ``per_question``, and ``single_call``: the same figures (without plans) of the
+        best single call, the ceiling of perfect routing.
     """
     names = tuple(w["name"] for w in worker_table(pool))
     domain_of = {row["problem_id"]: row["domain"] for row in rows}
-    values = {q: shown_oracle(pool, names, domain) for q, domain in sorted(domain_of.items())}
-    mean, low, high = interval(list(values.values()))
-    domains: dict[str, list[float]] = defaultdict(list)
-    for q, value in values.items():
-        domains[domain_of[q]].append(value)
+
+    def scored(max_steps: int) -> dict[str, Any]:
+        values = {q: shown_oracle(pool, names, domain, max_steps) for q, domain in sorted(domain_of.items())}
+        mean, low, high = interval(list(values.values()))
+        domains: dict[str, list[float]] = defaultdict(list)
+        for q, value in values.items():
+            domains[domain_of[q]].append(value)
+        domain_means = {d: round(sum(v) / len(v), 4) for d, v in sorted(domains.items())}
+        return {"questions": len(values), "expected_reward": round(mean, 4), "ci95": [round(low, 4), round(high, 4)], "domains": domain_means, "per_question": values}
+
     plans = oracle_report(pool)["domains"]
-    return {
-        "questions": len(values),
-        "expected_reward": round(mean, 4),
-        "ci95": [round(low, 4), round(high, 4)],
-        "domains": {d: round(sum(v) / len(v), 4) for d, v in sorted(domains.items())},
-        "plans": {d: plans[d]["oracle"] for d in DOMAINS},
-        "per_question": values,
-    }
+    single = scored(1)
+    single.pop("per_question")
+    return {**scored(3), "plans": {d: plans[d]["oracle"] for d in DOMAINS}, "single_call": single}
 
 
 def score_pool(rows: Sequence[dict[str, Any]], pool: str, under_test: str) -> dict[str, Any]:
@@ -143,7 +151,7 @@ def across_pools(pools: dict[str, dict[str, Any]], under_test: str) -> dict[str,
         under_test: The name of the policy under test.
 
     Returns:
-        ``pools`` (how many); ``policies``: per policy (the oracle included) its mean expected
+        ``pools`` (how many); ``policies``: per policy (the oracle and the best single call included) its mean expected
         reward over the pools it played (``mean_over_pools``, ``pools``); ``versus``: per other
         policy, on how many pools the policy under test beats it (paired interval above 0),
         loses to it (below 0), on how many both played, and the mean gap over those pools.
@@ -154,6 +162,8 @@ def across_pools(pools: dict[str, dict[str, Any]], under_test: str) -> dict[str,
         for policy, entry in scores["policies"].items():
             rewards[policy].append(entry["expected_reward"])
         rewards[ORACLE].append(scores["oracle"]["expected_reward"])
+        if "single_call" in scores["oracle"]:
+            rewards[SINGLE_CALL].append(scores["oracle"]["single_call"]["expected_reward"])
         for other, gap in scores["gaps"].items():
             tally = versus[other]
             tally["pools"] += 1
@@ -194,6 +204,9 @@ def pool_markdown(scores: dict[str, Any], under_test: str) -> list[str]:
         + " | ".join(oracle["plans"][d]["plan"] for d in domains)
         + " |",
     ]
+    if "single_call" in oracle:
+        single = oracle["single_call"]
+        lines.append(f"| {SINGLE_CALL} | {_ci(single)} | " + " | ".join(f"{single['domains'][d]:.3f}" for d in domains) + " | |" + " |" * len(domains))
     for policy, entry in sorted(scores["policies"].items(), key=lambda kv: -kv[1]["expected_reward"]):
         strategy = scores["strategy"].get(policy, {})
         flows = [f"{strategy[d]['pattern']} ({strategy[d]['pattern_share']:.0%})".replace("|", "\\|") if d in strategy else "" for d in domains]
@@ -218,7 +231,7 @@ def unseen_markdown(results: dict[str, Any]) -> str:
     for policy, entry in sorted(overall["policies"].items(), key=lambda kv: -kv[1]["mean_over_pools"]):
         tally = overall["versus"].get(policy)
         counts = [f"{tally['beats']}/{tally['pools']}", f"{tally['loses']}/{tally['pools']}", f"{tally['mean_gap']:+.3f}"] if tally else ["", "", ""]
-        lines.append("| " + " | ".join([policy if policy == ORACLE else f"`{policy}`", f"{entry['mean_over_pools']:.3f}", str(entry["pools"]), *counts]) + " |")
+        lines.append("| " + " | ".join([policy if policy in (ORACLE, SINGLE_CALL) else f"`{policy}`", f"{entry['mean_over_pools']:.3f}", str(entry["pools"]), *counts]) + " |")
     for scores in results["pools"].values():
         lines += ["", *pool_markdown(scores, under_test)]
     return "\n".join(lines) + "\n"

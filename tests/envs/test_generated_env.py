@@ -91,6 +91,18 @@ def test_the_structured_view_lists_the_shown_workers_traits_then_absent_rows() -
     env.close()
 
 
+def test_the_structured_view_names_the_questions_domain_among_the_trait_columns() -> None:
+    env, family = _env(worker_traits=True), load_pool("generated")
+    seen = set()
+    for seed in range(30):
+        observation, info = env.reset(seed=seed)
+        assert family.family.domains[observation["question_domain"]] == info["domain"]
+        seen.add(info["domain"])
+    assert seen == set(family.family.domains)
+    assert "question_domain" not in _env().reset(seed=0)[0]
+    env.close()
+
+
 def test_observations_stay_inside_the_space_over_many_draws() -> None:
     for pool in ("generated", "generated-heldout"):
         env = _env(pool, worker_traits=True)

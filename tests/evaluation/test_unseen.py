@@ -10,7 +10,7 @@ import pytest
 
 from conductor_env.evaluation.oracle import DOMAINS, oracle_report, worker_table
 from conductor_env.evaluation.setup import EvalConfigError
-from conductor_env.evaluation.unseen import DATASETS, ENV_OPTIONS, UNSEEN_POOLS, UnseenRun, fixed_baselines, pool_folder, question_plan, run_unseen
+from conductor_env.evaluation.unseen import DATASETS, ENV_OPTIONS, REFERENCE_POLICIES, UNSEEN_POOLS, UnseenRun, fixed_baselines, pool_folder, question_plan, run_unseen
 from conductor_env.workers.pool import load_pool
 
 TOLERANCE = 1e-9
@@ -74,7 +74,9 @@ def test_env_is_the_orchestrate_recipes_without_sub_pools() -> None:
 
     env = load_recipe("orchestrate-judge").settings["env"]
     assert list(DATASETS) == env["suite_options"]["datasets"]
-    assert ENV_OPTIONS == {k: v for k, v in env["options"].items() if k != "subpool_size"}
+    # The structured view is an addition to the observation: the prompt the recipes train on is the same.
+    assert {k: v for k, v in ENV_OPTIONS.items() if k != "worker_traits"} == {k: v for k, v in env["options"].items() if k != "subpool_size"}
+    assert ENV_OPTIONS["worker_traits"] is True
     assert question_plan(7) == (12, {"datasets": list(DATASETS), "allow_gameable": True, "size": 2})
 
 
@@ -83,7 +85,7 @@ def test_run_scores_every_policy_on_every_pool_below_the_oracle(small_run: tuple
     assert list(results["pools"]) == list(SMALL_POOLS)
     for pool, scores in results["pools"].items():
         assert (out / pool_folder(pool) / "results.jsonl").exists()
-        assert set(scores["policies"]) == {"random", *fixed_baselines(len(scores["workers"]))}
+        assert set(scores["policies"]) == {"random", *fixed_baselines(len(scores["workers"])), *REFERENCE_POLICIES}
         oracle = scores["oracle"]["per_question"]
         assert len(oracle) == 6 and {q.split("/")[0] for q in oracle} == set(DATASETS)
         for policy, entry in scores["policies"].items():
@@ -93,8 +95,14 @@ def test_run_scores_every_policy_on_every_pool_below_the_oracle(small_run: tuple
             for domain, value in entry["domains"].items():
                 assert value <= scores["oracle"]["domains"][domain] + TOLERANCE
         assert scores["gap_to_oracle"]["gap"] <= TOLERANCE
+        # Perfect routing: at least every single-call baseline on every domain, at most the oracle.
+        single = scores["oracle"]["single_call"]["domains"]
+        for domain, value in single.items():
+            assert value <= scores["oracle"]["domains"][domain] + TOLERANCE
+            assert all(scores["policies"][f"single:{w}"]["domains"][domain] <= value + TOLERANCE for w in range(len(scores["workers"])))
         assert "random" not in scores["gaps"] and set(scores["gaps"]) == set(scores["policies"]) - {"random"}
-    assert (out / "results.json").exists() and "| oracle |" in (out / "results.md").read_text(encoding="utf-8")
+    report = (out / "results.md").read_text(encoding="utf-8")
+    assert (out / "results.json").exists() and "| oracle |" in report and "| best single call |" in report
 
 
 def test_oracle_own_plan_scores_the_oracle_honest_control(small_run: tuple[Path, dict[str, Any]]) -> None:
@@ -111,7 +119,7 @@ def test_oracle_own_plan_scores_the_oracle_honest_control(small_run: tuple[Path,
 def test_summary_counts_pools_and_paired_wins(small_run: tuple[Path, dict[str, Any]]) -> None:
     summary = small_run[1]["summary"]
     assert summary["pools"] == 2 and summary["policy"] == "random"
-    assert summary["policies"]["oracle"]["pools"] == 2 and summary["policies"]["single:3"]["pools"] == 1  # only #0 has four workers
+    assert summary["policies"]["oracle"]["pools"] == 2 and summary["policies"]["best single call"]["pools"] == 2 and summary["policies"]["single:3"]["pools"] == 1  # only #0 has four workers
     assert "random" not in summary["versus"]
     for tally in summary["versus"].values():
         assert tally["beats"] + tally["loses"] <= tally["pools"]
