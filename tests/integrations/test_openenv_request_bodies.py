@@ -123,6 +123,10 @@ def test_a_content_length_that_lies_is_not_believed(server: OpenEnvServer) -> No
         ("/step", {"actions": PLANTED}),
         ("/step", f'{{"action": {PLANTED}}}'),
         ("/step", f'{{"action": "{PLANTED}'),
+        ("/step", {"action": {**WORKFLOW, "row": {"problem_id": PLANTED, "episode_seed": 1}}}),
+        ("/reset", {"problem_id": PLANTED}),
+        ("/reset", {PLANTED: 1}),
+        ("/reset", {"problem_index": PLANTED}),
         ("/reset", {"seed": PLANTED}),
         ("/reset", f'{{"seed": 1, "x": {PLANTED}'),
     ],
@@ -183,10 +187,11 @@ def test_websocket_error_frames_do_not_echo_the_message(server: OpenEnvServer) -
         json.dumps({"type": "mcp", "data": {"jsonrpc": "2.0", "method": PLANTED, "id": 1}}),
         json.dumps({"type": "mcp", "data": {"jsonrpc": PLANTED, "method": "tools/list", "id": 2}}),
         json.dumps({"type": "reset", "data": {"seed": 3}}),
+        json.dumps({"type": "step", "data": {**WORKFLOW, "row": {"problem_id": PLANTED, "episode_seed": 3}}}),
         json.dumps({"type": "step", "data": WORKFLOW}),
     ]
     answers = asyncio.run(_ws_messages(server.url, messages))
-    assert [answer["type"] for answer in answers] == ["error"] * 5 + ["mcp"] * 2 + ["observation", "observation"]  # type: ignore[index]
+    assert [answer["type"] for answer in answers] == ["error"] * 5 + ["mcp"] * 2 + ["observation", "error", "observation"]  # type: ignore[index]
     assert all("error" in answer["data"] for answer in answers[5:7])  # type: ignore[index]
     assert PLANTED not in json.dumps(answers)
     errors = answers[0]["data"]["errors"]  # type: ignore[index]

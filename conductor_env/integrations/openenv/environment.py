@@ -144,7 +144,7 @@ class ConductorEnvironment(Environment[ConductorAction, ConductorObservation, Co
         """
         unknown = sorted(set(kwargs) - {"row", "problem_id", "problem_index", "worker_draw"})
         if unknown:
-            raise ConductorRequestError(f"unknown reset option(s) {', '.join(map(repr, unknown))}; use row, problem_id, problem_index or worker_draw")
+            raise ConductorRequestError(f"{len(unknown)} unknown reset option(s): use only row, problem_id, problem_index or worker_draw")
         row = self._row_of(seed, kwargs)
         options: dict[str, Any] = {"row": row.model_dump()}
         if "worker_draw" in kwargs:
@@ -152,9 +152,9 @@ class ConductorEnvironment(Environment[ConductorAction, ConductorObservation, Co
         try:
             observation, info = self.env.reset(options=options)
         except KeyError:
-            raise ConductorRequestError(f"unknown problem_id {row.problem_id!r} in this server's split", status_code=404, code="unknown_problem") from None
+            raise ConductorRequestError("unknown problem_id: no problem of this server's split has it", status_code=404, code="unknown_problem") from None
         except (IndexError, ValueError, TypeError) as error:
-            raise ConductorRequestError(str(error)) from None
+            raise ConductorRequestError(str(error)[:200]) from None
         self._row = row
         self._state = ConductorState(episode_id=episode_id or f"{row.problem_id}@{row.episode_seed}", problem_id=row.problem_id, episode_seed=row.episode_seed, domain=info["domain"])
         return observation_model(observation, row, info)
@@ -180,7 +180,7 @@ class ConductorEnvironment(Environment[ConductorAction, ConductorObservation, Co
             elif kwargs.get("problem_index") is not None:
                 index = kwargs["problem_index"]
                 if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(problems):
-                    raise ConductorRequestError(f"problem_index must be an int from 0 to {len(problems) - 1}, got {index!r}"[:300])
+                    raise ConductorRequestError(f"problem_index must be an int from 0 to {len(problems) - 1}")
                 problem_id = problems[index].id
             else:
                 problem_id = problems[random.Random(episode_seed).randrange(len(problems))].id
@@ -233,8 +233,7 @@ class ConductorEnvironment(Environment[ConductorAction, ConductorObservation, Co
         if row is not None and (not running or row != self._row):
             if running:
                 raise ConductorRequestError(
-                    f"the action's row ({row.problem_id!r}, seed {row.episode_seed}) is not this session's running episode "
-                    f"({self._state.problem_id!r}, seed {self._state.episode_seed}); finish it or reset",
+                    f"the action's row is not this session's running episode ({self._state.problem_id!r}, seed {self._state.episode_seed}); finish it or reset",
                     status_code=409,
                     code="wrong_episode",
                 )
