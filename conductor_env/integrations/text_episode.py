@@ -69,7 +69,8 @@ class Turn:
         observation: The env's observation after the action.
         reward: The step's reward (0.0 with ``info["reason"]`` saying why for a refused action).
         done: Whether the episode is over.
-        info: The env's ``info`` (``reason`` is always there).
+        info: The env's ``info`` (``reason`` is always there; it and the last step's
+            ``round_reasons`` are one line of at most 300 characters each).
         truncated: Whether it ended by truncation rather than termination.
     """
 
@@ -164,7 +165,8 @@ class TextEpisode:
     def _record(self, result: tuple[Any, ...]) -> Turn:
         observation, reward, terminated, truncated, info = result
         self.observation, self.done = observation, bool(terminated or truncated)
-        info = dict(info, round_reward=float(reward), reason=zero_reason(info.get("reason") or ""))
+        reasons = [zero_reason(reason) for reason in info.get("round_reasons") or []]  # given on the last step only
+        info = dict(info, round_reward=float(reward), reason=zero_reason(info.get("reason") or ""), round_reasons=reasons)
         if not info.get("frame_depth"):  # a step that opened a self-call frame finished no round
             self.rounds += 1
             self.episode_reward = float(reward)
