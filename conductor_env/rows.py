@@ -48,16 +48,24 @@ def problem_rows(
         messages: Turns the first observation into the ``prompt`` column (default: its chat turn).
 
     Returns:
-        One dict per problem: ``problem_id``, ``episode_seed``, ``domain`` and ``prompt``.
+        One dict per problem: ``problem_id``, ``episode_seed``, ``split`` (the split the env
+        really reads: its own, or the suite's default), ``domain`` and ``prompt``.
     """
     if problem_ids is None:
         problem_ids = [problem.id for problem in spread_evenly(env.unwrapped.problems, limit)]
+    split = row_split(env)
     rows = []
     for i, problem_id in enumerate(problem_ids):
         row = {"problem_id": str(problem_id), "episode_seed": seed + i}
         observation, info = env.reset(options={"row": row})
-        rows.append({**row, "domain": info["domain"], "prompt": messages(observation)})
+        rows.append({**row, "split": split, "domain": info["domain"], "prompt": messages(observation)})
     return rows
+
+
+def row_split(env: Any) -> str:
+    """Returns the split an env's rows come from: its own, or its suite's default when it names none."""
+    conductor = env.unwrapped
+    return str(conductor.split if conductor.split is not None else conductor.suite.default_split)
 
 
 def resolve_row(seed: int | None, options: Mapping[str, Any]) -> tuple[int | None, dict[str, Any]]:

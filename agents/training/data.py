@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence, TypeVar
 from conductor_env.agents.prompts import PromptBuilder, chat_messages, full_prompt
 from conductor_env.agents.training.reward import EnvFactory
 from conductor_env.env import ConductorEnv
-from conductor_env.rows import spread_evenly
+from conductor_env.rows import row_split, spread_evenly
 
 
 def build_dataset(
@@ -50,7 +50,7 @@ def build_dataset(
     Returns:
         A :class:`datasets.Dataset` with ``prompt`` (the chat messages: the user message, after the
         Conductor template's system message when it has one), ``problem_id``,
-        ``episode_seed`` and ``domain``.
+        ``episode_seed``, ``domain`` and ``split`` (the factory's: ``train`` unless its setup names another).
     """
     from datasets import Dataset
 
@@ -61,13 +61,15 @@ def build_dataset(
         raise ValueError("domain_weights need balance_domains (they weigh its round-robin order)")
     if balance_domains:
         problem_ids = _round_robin_by_domain(env, problem_ids, seed, domain_weights or {})
-    rows: dict[str, list[Any]] = {"prompt": [], "problem_id": [], "episode_seed": [], "domain": []}
+    split = row_split(env)
+    rows: dict[str, list[Any]] = {"prompt": [], "problem_id": [], "episode_seed": [], "domain": [], "split": []}
     for i, problem_id in enumerate(problem_ids):
         observation, info = env.reset(seed=seed + i, options={"problem_id": problem_id})
         rows["prompt"].append(chat_messages(observation, prompt_builder))
         rows["problem_id"].append(problem_id)
         rows["episode_seed"].append(seed + i)
         rows["domain"].append(info["domain"])
+        rows["split"].append(split)
     return Dataset.from_dict(rows)
 
 

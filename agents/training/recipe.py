@@ -64,6 +64,7 @@ class EnvSettings:
     id: str = field(default="Conductor-RG-v0", metadata=_help("gym id (Conductor-RG-v0, ...) or suite name", flag="--env"))
     pool: str = field(default="simulated", metadata=_help("worker pool preset or .toml path"))
     split: str = field(default="train", metadata=_help("training split"))
+    allow_test_split: bool = field(default=False, metadata=_help("allow training on a test split named in split (warns; nothing is held out then)"))
     options: dict[str, Any] = field(default_factory=dict, metadata=_help("ConductorEnv option, e.g. max_rounds=2 (repeatable; JSON values; added to the recipe's)", flag="--env-option"))
     suite_options: dict[str, Any] = field(default_factory=dict, metadata=_help("task-suite option, e.g. size=20 (repeatable; JSON values; added to the recipe's)", flag="--suite-option"))
     problems: int | None = field(default=None, metadata=_help("use at most this many problems of the split (none: all)"))
@@ -79,7 +80,7 @@ class EnvSettings:
             EnvOptionError: For an unknown or bad env option.
             SetupError: For an env id that is not a Conductor env.
         """
-        common = dict(pool=self.pool, split=split or self.split, suite_options=dict(self.suite_options), options=dict(self.options))
+        common = dict(pool=self.pool, split=split or self.split, suite_options=dict(self.suite_options), options=dict(self.options), allow_test_split=self.allow_test_split)
         if self.id.startswith("Conductor-"):
             return EnvSetup.from_id(self.id, **common)
         return EnvSetup.from_kwargs(suite=self.id, **common)

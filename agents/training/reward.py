@@ -23,7 +23,6 @@ from conductor_env.agents.training.progress import IDENTICAL_GROUPS_KEY
 from conductor_env.env import ConductorEnv
 from conductor_env.envs.setup import EnvSetup
 from conductor_env.event_loop import run_sync
-from conductor_env.tasks.public_tests import check_training_use
 
 #: The name TRL logs the env's reward under (``rewards/conductor_env/mean``).
 REWARD_NAME = "conductor_env"
@@ -50,23 +49,18 @@ class EnvFactory:
     Args:
         setup: The env to train on.
 
-    Every env it builds is for training, so a split holding problems graded only on public
-    tests (LiveCodeBench rows without private tests) is refused unless the suite was given
-    ``allow_public_only=True`` (then it warns once).
+    Every env it builds is for training: the setup is built with ``training=True``, so the
+    split defaults to ``"train"``, a test split needs ``allow_test_split=True``, and problems
+    graded only on public tests, unverified ones and gameable datasets need the suite's opt-in
+    (:func:`conductor_env.envs.training.check_training`; each opt-in warns once).
 
     Raises:
-        PublicOnlyError: For public-only problems without the opt-in (a ``SuiteError``).
+        TestSplitError, PublicOnlyError: For a refused split or problems (both ``SuiteError``).
     """
 
     def __init__(self, setup: EnvSetup) -> None:
-        self.setup = setup
-        self.parts = setup.build()
-        try:
-            shown_split = setup.split or self.parts.suite.default_split
-            check_training_use(self.parts.suite, self.parts.suite.problems(setup.split), what=f"training on {setup.env_id} split {shown_split!r}")
-        except BaseException:
-            self.parts.close()
-            raise
+        self.setup = setup if setup.training else setup.replace(training=True)
+        self.parts = self.setup.build()
 
     @property
     def suite(self) -> Any:

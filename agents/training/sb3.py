@@ -26,7 +26,7 @@ from gymnasium import spaces
 
 from conductor_env.agents.baselines import plan_solve_verify_workflow, reflect_workflow, single_workflow
 from conductor_env.env import ConductorEnv
-from conductor_env.tasks.public_tests import check_training_use
+from conductor_env.envs.training import check_opt_ins
 from conductor_env.workflow import Workflow
 
 #: Workflow templates the router chooses from; each puts every step on the chosen worker.
@@ -76,8 +76,11 @@ class RoutingEnv(gym.Wrapper):
 
     Raises:
         ValueError: For ``max_rounds > 1``, a varying sub-pool size, or an unknown template.
-        PublicOnlyError: When the env's problems include some graded only on public tests and
-            the suite was not given ``allow_public_only=True`` (this wrapper exists to train).
+        PublicOnlyError: When the env's problems need a suite opt-in it was not given:
+            graded only on public tests (``allow_public_only``), unverified (``allow_unverified``)
+            or of a gameable dataset (``allow_gameable``); this wrapper exists to train
+            (:func:`conductor_env.envs.training.check_opt_ins`). The split is the env's own:
+            build it with ``split="train"`` to train.
     """
 
     def __init__(
@@ -99,7 +102,7 @@ class RoutingEnv(gym.Wrapper):
             raise ValueError(f"unknown routing templates {unknown}; choose from {sorted(ROUTING_TEMPLATES)}")
         if hash_dim < 1:
             raise ValueError(f"hash_dim must be >= 1, got {hash_dim}")
-        check_training_use(conductor.suite, conductor.problems, what=f"RoutingEnv over {conductor.suite.name} split {conductor.split!r}")
+        check_opt_ins(conductor.suite, conductor.problems, what=f"training on RoutingEnv over {conductor.suite.name} split {conductor.split!r}")
         self.conductor = conductor
         self.templates = tuple(templates)
         self.num_workers = _fixed_pool_size(conductor)

@@ -32,7 +32,7 @@ class RayEnvFactory(EnvFactory):
         try:
             connect(address)
             limiter = cluster_limiter() if cluster_limits else None
-            self.actors = EpisodeActors(setup, workers, limiter, actor_options)
+            self.actors = EpisodeActors(self.setup, workers, limiter, actor_options)  # the training setup: split 'train' by default
             self.spaces = group_spaces(self.actors)
         except BaseException:
             self.parts.close()

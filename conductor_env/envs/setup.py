@@ -18,15 +18,16 @@ import dataclasses
 import difflib
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import gymnasium as gym
 
 from conductor_env.env import ConductorEnv
+from conductor_env.envs.training import ALLOW_TEST_SPLIT, TRAIN_SPLIT, check_training
 from conductor_env.event_loop import run_sync
 from conductor_env.options import EnvOptionError, EnvOptions
-from conductor_env.suite import TaskSuite
-from conductor_env.tasks.registry import env_id_for, get_suite, suite_runs_code
+from conductor_env.suite import Problem, TaskSuite
+from conductor_env.tasks.registry import SuiteError, env_id_for, get_suite, suite_runs_code
 from conductor_env.workers.pool import WorkerPool, load_pool
 
 #: The gym entry point of every Conductor id (:func:`conductor_env.tasks.register_suite` registers it).
@@ -103,6 +104,12 @@ class EnvSetup:
         suite_options: Keyword options for the suite's factory (``data_files=...``, ...).
         options: The env's options.
         render_mode: ``None`` or ``"ansi"``.
+        training: The envs are for training: the split defaults to ``"train"``, and building the
+            suite runs :func:`conductor_env.envs.training.check_training` (a test split, and
+            problems needing the suite's opt-ins, are refused; what was opted in warns once).
+            Every training path sets it (the trainer's ``EnvFactory``, the framework adapters,
+            the OpenEnv server); ``gym.make`` and evaluation leave it off.
+        allow_test_split: With ``training``, allow a test split named in ``split`` (warns once).
 
     Names (strings) are the cheapest to send to another process; built suites and pools pickle
     too, without their process-local clients and sandboxes.
@@ -115,11 +122,18 @@ class EnvSetup:
     suite_options: Mapping[str, Any] = field(default_factory=dict)
     options: EnvOptions = field(default_factory=EnvOptions)
     render_mode: str | None = None
+    training: bool = False
+    allow_test_split: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "suite_options", dict(self.suite_options or {}))
         if isinstance(self.options, Mapping):
             object.__setattr__(self, "options", EnvOptions.from_mapping(self.options))
+        for name in ("training", "allow_test_split"):
+            if not isinstance(getattr(self, name), bool):  # a string such as "no" must not switch it on
+                raise SetupError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if self.training and self.split is None:
+            object.__setattr__(self, "split", TRAIN_SPLIT)
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> EnvSetup:
@@ -183,7 +197,9 @@ class EnvSetup:
         notes: list[str] = []
         suite = self._suite_with_sandbox(dict(self.suite_options), notes)
         try:
-            problems = suite.problems(self.split)
+            problems = self._problems(suite)
+            if problems and self.training:
+                check_training(suite, str(self.split), problems, allow_test_split=self.allow_test_split, what=f"training on {self.env_id} split {self.split!r}")
         except BaseException:
             suite.close()
             raise
@@ -191,6 +207,17 @@ class EnvSetup:
             suite.close()
             raise ValueError(f"suite {self.suite_name!r} has no problems in split {self.split!r}; pick another split")
         return suite, notes
+
+    def _problems(self, suite: TaskSuite) -> Sequence[Problem]:
+        """The split's problems; for training, a suite without the split says how to name another."""
+        try:
+            return suite.problems(self.split)
+        except SuiteError as error:
+            if not self.training:
+                raise
+            raise SuiteError(
+                f"{error}. Training reads split {self.split!r}: name a split the suite has (split='validation', ...), or split='test' with {ALLOW_TEST_SPLIT}=True to train on its test rows anyway"
+            ) from error
 
     def _suite_with_sandbox(self, options: dict[str, Any], notes: list[str]) -> TaskSuite:
         """Builds the suite, passing the sandbox only to a suite that declares it runs code."""

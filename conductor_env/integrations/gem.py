@@ -23,6 +23,7 @@ from typing import Any, Mapping
 
 from conductor_env.envs.setup import conductor_env_ids
 from conductor_env.integrations.text_episode import DEFAULT_ENV_ID, TextEpisode, shared_env
+from conductor_env.rows import row_split
 
 try:
     import gem
@@ -49,7 +50,10 @@ class ConductorGemEnv(gem.Env):
         seed: Seeds the episodes that ``reset()`` without a seed draws (``gem.make_vec`` passes it).
         rewards: ``"final"`` (default): the episode's reward on its last step and 0.0 before;
             ``"round"``: each round's own reward (``info["round_reward"]`` holds it either way).
-        **kwargs: ``gym.make`` arguments (``pool``, ``split``, ``max_rounds``, ...).
+        **kwargs: ``gym.make`` arguments (``pool``, ``split``, ``max_rounds``, ...). The env is
+            for training: the split is ``"train"`` unless named, a test split needs
+            ``allow_test_split=True``, and the suite's opt-ins are enforced
+            (:func:`~conductor_env.integrations.text_episode.shared_env`).
     """
 
     def __init__(self, gym_id: str = DEFAULT_ENV_ID, seed: int = 0, rewards: str = "final", **kwargs: Any) -> None:
@@ -70,14 +74,15 @@ class ConductorGemEnv(gem.Env):
             row: A row of :func:`conductor_env.rows.problem_rows` instead (a GRPO group shares it).
 
         Returns:
-            The prompt as text and ``info`` with the chat ``messages`` and the ``problem_id``.
+            The prompt as text and ``info`` with the chat ``messages``, the ``problem_id`` and the
+            ``split`` it comes from.
         """
         # gem.Env.reset would seed the process-wide random and numpy generators; the episode is
         # seeded explicitly instead, so envs on GEM's threads do not reseed each other.
         if row is None and seed is None:
             seed = self._episode_seeds.randrange(2**31)
         messages = self.episode.start(row, seed=None if row is not None else seed)
-        return _text(messages), {"messages": messages, "problem_id": self.episode.problem_id}
+        return _text(messages), {"messages": messages, "problem_id": self.episode.problem_id, "split": row_split(self.episode.env)}
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Plays the action as the round's workflow.

@@ -10,7 +10,8 @@ its thread pool (SkyRL-gym's API is synchronous). This module registers the env 
     # SkyRL-train: environment.env_class=conductor, environment.skyrl_gym.conductor.max_rounds=2
 
 The env's ``env_config`` holds ``env_id`` and any ``gym.make`` argument (``pool``, ``max_rounds``,
-...); envs of one config share one suite and one worker pool per process.
+...); envs of one config share one suite and one worker pool per process. Rows and envs read the
+``train`` split unless another is named (a test split also needs ``allow_test_split: true``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from conductor_env.integrations.text_episode import DEFAULT_ENV_ID, TextEpisode, shared_env
-from conductor_env.rows import problem_rows
+from conductor_env.rows import problem_rows, row_split
 
 try:
     from omegaconf import DictConfig, OmegaConf
@@ -77,11 +78,11 @@ class ConductorSkyRLEnv(BaseTextEnv):
                 stale prompt column cannot disagree with the episode being played.
 
         Returns:
-            The prompt messages and metadata (``problem_id``, ``episode_seed``).
+            The prompt messages and metadata (``problem_id``, the ``row``, and the ``split`` played).
         """
         row = _row(self.extras)
         messages = self.episode.start(row, seed=None if row else self.extras.get("seed"))
-        return messages, {"problem_id": self.episode.problem_id, "row": row}
+        return messages, {"problem_id": self.episode.problem_id, "row": row, "split": row_split(self.episode.env)}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
         """Plays the model's output as the round's workflow.
@@ -126,14 +127,24 @@ def skyrl_rows(env_id: str = DEFAULT_ENV_ID, *, limit: int | None = None, seed: 
         env_id: The Conductor gym id.
         limit: At most this many problems, spread evenly over the split.
         seed: Row ``i`` plays episode seed ``seed + i``.
-        **kwargs: ``gym.make`` arguments (``pool``, ``split``, ``max_rounds``, ...).
+        **kwargs: ``gym.make`` arguments (``pool``, ``split``, ``max_rounds``, ...). The split is
+            ``"train"`` unless named; a test split needs ``allow_test_split=True`` (give the env's
+            ``env_config`` the same), and the suite's opt-ins are enforced
+            (:func:`~conductor_env.integrations.text_episode.shared_env`).
+
+    Returns:
+        One row per problem; ``extra_info`` holds ``problem_id``, ``episode_seed``, ``split`` (the
+        split the row comes from) and ``domain``.
+
+    Raises:
+        TestSplitError, PublicOnlyError: For a split or problems training must not use without an opt-in.
     """
     env = shared_env(env_id, **kwargs)
     try:
         rows = problem_rows(env, limit=limit, seed=seed)
     finally:
         env.close()
-    return [{"prompt": row["prompt"], "env_class": ENV_CLASS, "data_source": env_id, "extra_info": {key: row[key] for key in ("problem_id", "episode_seed", "domain")}} for row in rows]
+    return [{"prompt": row["prompt"], "env_class": ENV_CLASS, "data_source": env_id, "extra_info": {key: row[key] for key in ("problem_id", "episode_seed", "split", "domain")}} for row in rows]
 
 
 register_env()

@@ -33,22 +33,29 @@ def _key(env_id: str, kwargs: Mapping[str, Any]) -> str:
 
 
 def shared_env(env_id: str = DEFAULT_ENV_ID, **kwargs: Any) -> ConductorEnv:
-    """Returns a new env whose suite and worker pool are shared with every env of the same arguments.
+    """Returns a new training env whose suite and worker pool are shared with every env of the same arguments.
+
+    These adapters exist to train, so the env is built with ``training=True``
+    (:func:`conductor_env.envs.training.check_training`): the split is ``"train"`` unless named,
+    a test split needs ``allow_test_split=True``, and the suite's opt-ins (``allow_public_only``,
+    ``allow_unverified``, ``allow_gameable``) are enforced, each opt-in warning once per process.
 
     Args:
         env_id: A registered Conductor gym id (``"Conductor-RG-v0"``, ``"Conductor-Math-v0"``, ...).
-        **kwargs: ``gym.make``-style arguments: ``pool``, ``split``, ``max_rounds``, any env option.
+        **kwargs: ``gym.make``-style arguments: ``pool``, ``split``, ``allow_test_split``,
+            ``suite_options``, ``max_rounds``, any env option.
 
     Returns:
         An env of its own (its episode state is not shared); closing it leaves the shared parts open.
 
     Raises:
         SetupError: For an unknown env id. EnvOptionError: For an unknown or bad option.
+        TestSplitError, PublicOnlyError: For a split or problems training must not use without an opt-in.
     """
     key = _key(env_id, kwargs)
     with _parts_lock:
         if key not in _parts:
-            setup = EnvSetup.from_id(env_id, **kwargs)
+            setup = EnvSetup.from_id(env_id, **kwargs).replace(training=True)
             _parts[key] = (setup, setup.build())
         setup, parts = _parts[key]
     return setup.make(parts)

@@ -53,8 +53,10 @@ def env_factory(env: str | EnvSetup | EnvFactory, **env_kwargs: Any) -> EnvFacto
 
     Args:
         env: A gym id (``"Conductor-RG-v0"``), an :class:`EnvSetup`, or an :class:`EnvFactory` (returned as is).
-        **env_kwargs: ``gym.make``-style keywords: ``pool``, ``split`` (default ``"train"``),
-            ``suite_options``, env options such as ``max_rounds=2``.
+        **env_kwargs: ``gym.make``-style keywords: ``pool``, ``split`` (default ``"train"``; a
+            test split also needs ``allow_test_split=True``), ``suite_options``, env options such
+            as ``max_rounds=2``. The suite's opt-ins are enforced
+            (:func:`conductor_env.envs.training.check_training`).
 
     Returns:
         The factory (close it, or the reward or environments built on it, when done).
@@ -144,7 +146,7 @@ def conductor_dataset(
         balance_domains: Order the rows round-robin over the domains (train on it unshuffled).
 
     Returns:
-        A :class:`datasets.Dataset` with ``prompt``, ``problem_id``, ``episode_seed`` and ``domain``.
+        A :class:`datasets.Dataset` with ``prompt``, ``problem_id``, ``episode_seed``, ``domain`` and ``split``.
     """
     factory = source.factory if isinstance(source, (ConductorReward, ConductorEnvironments)) else source
     if not isinstance(factory, EnvFactory):

@@ -29,7 +29,7 @@ REWARD = "conductor_reward"
 
 
 class ConductorData(vf.TaskData):
-    """One row: the Conductor's first messages and ``info`` (``problem_id``, ``episode_seed``, ``domain``)."""
+    """One row: the Conductor's first messages and ``info`` (``problem_id``, ``episode_seed``, ``split``, ``domain``)."""
 
     info: dict[str, Any]
 
@@ -48,7 +48,9 @@ class ConductorTasksetConfig(vf.TasksetConfig):
     max_rounds: int = 1
     """Rounds per episode (each a turn of the conversation)."""
     split: str | None = None
-    """The problem split (``None``: the suite's default)."""
+    """The problem split (``None``: ``train``; a test split also needs ``allow_test_split``)."""
+    allow_test_split: bool = False
+    """Allow a test split named in ``split`` (tasks on it are trained on; warns once)."""
     limit: int | None = None
     """At most this many problems, spread evenly over the split (``None``: all)."""
     seed: int = 0
@@ -59,6 +61,8 @@ class ConductorTasksetConfig(vf.TasksetConfig):
     def make_kwargs(self) -> dict[str, Any]:
         """The ``gym.make`` arguments these fields stand for."""
         kwargs = {"pool": self.pool, "max_rounds": self.max_rounds, **self.env_options}
+        if self.allow_test_split:
+            kwargs["allow_test_split"] = True
         return kwargs if self.split is None else {**kwargs, "split": self.split}
 
 
@@ -66,7 +70,11 @@ class ConductorTaskset(vf.Taskset[ConductorTask, ConductorTasksetConfig]):
     """The rows of a Conductor env's split as verifiers tasks."""
 
     def load(self) -> Iterator[ConductorTask]:
-        """Yields one task per row, its prompt the first round's chat messages."""
+        """Yields one task per row, its prompt the first round's chat messages (``info`` names the row's ``split``).
+
+        The taskset is for training (:func:`~conductor_env.integrations.text_episode.shared_env`):
+        the ``train`` split unless named, and the suite's opt-ins enforced.
+        """
         config = self.config
         env = shared_env(config.env_id, **config.make_kwargs())
         try:
@@ -76,7 +84,7 @@ class ConductorTaskset(vf.Taskset[ConductorTask, ConductorTasksetConfig]):
         for row in rows:
             system = "\n\n".join(m["content"] for m in row["prompt"] if m["role"] == "system") or None
             prompt = "\n\n".join(m["content"] for m in row["prompt"] if m["role"] != "system")
-            info = {key: row[key] for key in ("problem_id", "episode_seed", "domain")}
+            info = {key: row[key] for key in ("problem_id", "episode_seed", "split", "domain")}
             yield ConductorTask(ConductorData(id=row["problem_id"], name=row["problem_id"], prompt=prompt, system_prompt=system, info=info), config.task)
 
 

@@ -7,7 +7,8 @@ replays the response as that episode's workflow against the worker pool::
 
     from datasets import Dataset
     from conductor_env.integrations.verl import verl_rows
-    Dataset.from_list(verl_rows("Conductor-RG-v0", pool="simulated", limit=512)).to_parquet("train.parquet")
+    Dataset.from_list(verl_rows("Conductor-RG-v0", pool="simulated", limit=512)).to_parquet("train.parquet")  # the train split
+    Dataset.from_list(verl_rows("Conductor-RG-v0", pool="simulated", split="validation", limit=64)).to_parquet("validation.parquet")
     # verl: custom_reward_function.path=<this file> custom_reward_function.name=compute_score
     #   (or reward_model.reward_manager=batch with custom_reward_function.name=compute_score_batch)
 
@@ -32,21 +33,29 @@ KEEP = "model_id = []\nsubtasks = []\naccess_list = []"
 MAX_EXTRA_ROUNDS = 16
 
 
-def verl_rows(env_id: str = DEFAULT_ENV_ID, *, limit: int | None = None, seed: int = 0, split_name: str = "train", **kwargs: Any) -> list[dict[str, Any]]:
+def verl_rows(env_id: str = DEFAULT_ENV_ID, *, limit: int | None = None, seed: int = 0, **kwargs: Any) -> list[dict[str, Any]]:
     """Returns verl dataset rows, one per problem (write them with ``datasets.Dataset.to_parquet``).
 
     Args:
         env_id: The Conductor gym id (the rows' ``data_source``).
         limit: At most this many problems, spread evenly over the split.
         seed: Row ``i`` plays episode seed ``seed + i``.
-        split_name: The ``extra_info["split"]`` label verl logs.
         **kwargs: ``gym.make`` arguments (``pool``, ``split``, ``max_rounds``, ...), kept in each row
-            (as JSON) so the reward function rebuilds the same env.
+            (as JSON) so the reward function rebuilds the same env. The split is ``"train"``
+            unless named; a test split needs ``allow_test_split=True``, and the suite's opt-ins
+            are enforced (:func:`~conductor_env.integrations.text_episode.shared_env`).
 
     Returns:
         Rows with ``prompt`` (the first round's chat messages), ``reward_model.ground_truth`` (the
-        problem id: the answer stays with the env) and ``extra_info`` (the row and the env's arguments).
+        problem id: the answer stays with the env) and ``extra_info`` (the row, its real
+        ``split`` and the env's arguments).
+
+    Raises:
+        TypeError: For ``split_name`` (rows are labelled with the split they come from).
+        TestSplitError, PublicOnlyError: For a split or problems training must not use without an opt-in.
     """
+    if "split_name" in kwargs:
+        raise TypeError("verl_rows labels each row with the split it comes from; split_name is gone: pass split='validation' (or another split) instead")
     env = shared_env(env_id, **kwargs)
     try:
         rows = problem_rows(env, limit=limit, seed=seed)
@@ -59,7 +68,7 @@ def verl_rows(env_id: str = DEFAULT_ENV_ID, *, limit: int | None = None, seed: i
             "prompt": row["prompt"],
             "ability": row["domain"],
             "reward_model": {"style": "rule", "ground_truth": row["problem_id"]},
-            "extra_info": {"split": split_name, "index": i, "problem_id": row["problem_id"], "episode_seed": row["episode_seed"], "env_kwargs": env_kwargs},
+            "extra_info": {"split": row["split"], "index": i, "problem_id": row["problem_id"], "episode_seed": row["episode_seed"], "env_kwargs": env_kwargs},
         }
         for i, row in enumerate(rows)
     ]

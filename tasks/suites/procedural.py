@@ -164,6 +164,9 @@ class ReasoningGymSuite(TaskSuite):
             reasons = "; ".join(f"{n}: {reason}" for n, reason in refused.items())
             warnings.warn(f"reasoning-gym datasets {list(refused)} allowed by allow_gameable=True: {reasons}", GameableDatasetWarning, stacklevel=2)
         self.datasets = names
+        #: The allowed gameable datasets and why; their problems carry ``metadata["gameable"]``,
+        #: which training checks (:func:`conductor_env.envs.training.check_training`).
+        self.gameable = refused
         self.size = size
         self.seed = seed
         self._create = reasoning_gym.create_dataset
@@ -203,7 +206,7 @@ class ReasoningGymSuite(TaskSuite):
                             question=entry["question"] + _ANSWER_INSTRUCTION,
                             domain=DATASET_DOMAINS.get(name, "reasoning"),
                             answer=answer,
-                            metadata={"dataset": name, "split": split, "entry": entry},
+                            metadata={"dataset": name, "split": split, "entry": entry, **({"gameable": self.gameable[name]} if name in self.gameable else {})},
                         )
                     )
             self._splits[split] = problems

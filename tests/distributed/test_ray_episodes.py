@@ -175,9 +175,9 @@ def test_grpo_reward_graded_on_ray_matches_the_local_reward(cluster):
     from conductor_env.distributed import RayEnvFactory
     from conductor_env.envs import EnvSetup
 
-    setup = EnvSetup.from_id("Conductor-RG-v0", pool="simulated")
+    setup = EnvSetup.from_id("Conductor-RG-v0", pool="simulated", split="train")  # the factories train: the train split
     suite, _ = setup.build_suite()
-    problems = suite.problems(None)[:4]
+    problems = suite.problems("train")[:4]
     suite.close()
     columns = dict(completions=[WORKFLOW, "no lists", WORKFLOW, WORKFLOW], problem_id=[p.id for p in problems], episode_seed=[1, 2, 3, 4])
     local_factory, remote_factory = EnvFactory(setup), RayEnvFactory(setup, workers=2)

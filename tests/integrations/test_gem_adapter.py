@@ -15,11 +15,13 @@ from gem.utils.constants import TERMINAL_STATE  # noqa: E402
 from gem.wrappers.wrapper_factory import WRAPPER_FACTORY  # noqa: E402
 
 from conductor_env.integrations.gem import ConductorGemEnv, register_envs  # noqa: E402
+from conductor_env.tasks import SuiteError  # noqa: E402
 from integrations.framework_pools import HOSTILE, KEEP, REVISE, SOLVE, CallCounter, write_pool  # noqa: E402
+from integrations.training_cases import opt_in_cases, training_warnings  # noqa: E402
 
 
 def direct(seed, actions, **kwargs):
-    env = gym.make("Conductor-RG-v0", pool="simulated", **kwargs)
+    env = gym.make("Conductor-RG-v0", pool="simulated", split="train", **kwargs)
     env.reset(seed=seed)
     results = [env.step(action) for action in actions]
     env.close()
@@ -93,3 +95,34 @@ def test_random_action_is_a_workflow_and_unseeded_resets_follow_the_env_seed():
     env, twin = ConductorGemEnv(seed=3, pool="simulated"), ConductorGemEnv(seed=3, pool="simulated")
     assert [env.reset()[1]["problem_id"] for _ in range(3)] == [twin.reset()[1]["problem_id"] for _ in range(3)]
     assert env.step(env.sample_random_action())[4]["parse_error"] == ""
+
+
+# Training rows are training rows (the cases: integrations/training_cases.py).
+
+
+def gem_splits(gem_id, kwargs):
+    """Two GEM envs of one set of arguments, as a vector env builds them: the splits their episodes come from."""
+    splits = []
+    for seed in (0, 1):
+        env = gem.make(gem_id, pool="simulated", **kwargs)
+        _, info = env.reset(seed=seed)
+        assert f"/{info['split']}/" in info["problem_id"] or not gem_id.endswith("RG-v0")
+        splits.append(info["split"])
+        env.close()
+    return splits
+
+
+def test_gem_envs_play_the_train_split_by_default():
+    splits, warned = training_warnings(lambda: gem_splits("conductor:RG-v0", {"suite_options": {"size": 2, "seed": 501}}))
+    assert splits == ["train", "train"] and warned == []
+
+
+@pytest.mark.parametrize("case", ["test_split", "unverified", "public_only", "gameable"])
+def test_gem_refuses_without_the_opt_in_and_warns_once_with_it(case, tmp_path):
+    chosen = opt_in_cases(tmp_path, 600 + ["test_split", "unverified", "public_only", "gameable"].index(case))[case]
+    gem_id = "conductor:" + chosen.env_id.removeprefix("Conductor-")
+    with pytest.raises(SuiteError, match=chosen.says):
+        gem_splits(gem_id, chosen.refused)
+    splits, warned = training_warnings(lambda: gem_splits(gem_id, chosen.allowed))
+    assert set(splits) == {chosen.split}
+    assert [w.category for w in warned].count(chosen.warning) == 1, [str(w.message) for w in warned]

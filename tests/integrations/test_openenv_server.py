@@ -37,8 +37,8 @@ def server(pool_path: str):
 
 
 def in_process(pool: str, rows: list[dict], action: dict, **options: object) -> list[tuple[float, str]]:
-    """The same episodes' first steps, played by ConductorEnvs in this process."""
-    setup = EnvSetup.from_id("Conductor-RG-v0", pool=pool, **options)
+    """The same episodes' first steps, played by ConductorEnvs in this process (the server's split: train)."""
+    setup = EnvSetup.from_id("Conductor-RG-v0", pool=pool, split="train", **options)
     parts = setup.build()
     try:
         results = []

@@ -27,7 +27,7 @@ def make(row, config=CONFIG):
 def test_registered_and_built_through_skyrl_gym(rows):
     env = make(rows[0])
     assert isinstance(env, ConductorSkyRLEnv) and isinstance(env, skyrl_gym.Env)
-    assert rows[0]["env_class"] == ENV_CLASS and set(rows[0]["extra_info"]) == {"problem_id", "episode_seed", "domain"}
+    assert rows[0]["env_class"] == ENV_CLASS and set(rows[0]["extra_info"]) == {"problem_id", "episode_seed", "split", "domain"}
 
 
 def test_one_round_matches_the_env_played_directly(rows):
@@ -36,7 +36,7 @@ def test_one_round_matches_the_env_played_directly(rows):
     prompt, meta = env.init(row["prompt"])
     assert meta["problem_id"] == row["extra_info"]["problem_id"]
     out = env.step(SOLVE)
-    direct = gym.make("Conductor-RG-v0", pool="simulated")
+    direct = gym.make("Conductor-RG-v0", pool="simulated", split="train")
     direct.reset(options={"row": row["extra_info"]})
     _, reward, terminated, _, info = direct.step(SOLVE)
     assert out["done"] and terminated and out["observations"] == []

@@ -60,7 +60,7 @@ def test_trl_sees_one_typed_tool():
 
 def test_reset_takes_the_rows_columns_and_returns_the_first_user_message(environments):
     dataset = conductor_dataset(environments, limit=2, seed=5, tools=True)
-    assert dataset.column_names == ["prompt", "problem_id", "episode_seed", "domain"]
+    assert dataset.column_names == ["prompt", "problem_id", "episode_seed", "domain", "split"] and set(dataset["split"]) == {"train"}
     row = dict(dataset[1])
     assert row["prompt"][-1] == {"role": "user", "content": ""} and row["episode_seed"] == 6
     env = environments()

@@ -49,7 +49,7 @@ def vf_eval(server, tmp_path: Path, model: str, *, limit: int, max_rounds: int) 
 
 def played_directly(trace: dict, actions: list[str], max_rounds: int) -> float:
     info = trace["task"]["data"]["info"]
-    env = gym.make("Conductor-RG-v0", pool="simulated", max_rounds=max_rounds)
+    env = gym.make("Conductor-RG-v0", pool="simulated", split="train", max_rounds=max_rounds)
     env.reset(options={"row": {"problem_id": info["problem_id"], "episode_seed": info["episode_seed"]}})
     reward = 0.0
     for action in actions:
@@ -85,3 +85,19 @@ def test_hostile_replies_score_zero_with_a_reason(server, tmp_path):
         assert trace["rewards"]["conductor_reward"]["score"] == 0.0
         (reason,) = trace["info"]["conductor"]["reasons"]
         assert reason.startswith("unparsed workflow") and len(reason) <= 300
+
+
+def test_taskset_rows_are_training_rows(tmp_path: Path) -> None:
+    """The taskset (loaded by verifiers' own ``load_environment``) reads the train split and labels it;
+    each training opt-in case is refused without its opt-in and accepted with it with one warning."""
+    probe = ROOT / "tests" / "integrations" / "verifiers_rows_probe.py"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    run = subprocess.run([str(BIN / "python"), str(probe), str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report.pop("default") == ["train"] * 4
+    assert set(report) == {"test_split", "unverified", "public_only", "gameable"}
+    for name, case in report.items():
+        assert case["says"] in case["refused"], (name, case["refused"])
+        assert case["splits"] and set(case["splits"]) == {case["split"]}, name
+        assert case["warned"].count(case["warning"]) == 1, (name, case["warned"])

@@ -37,7 +37,7 @@ def test_rows_hold_the_episode_not_the_answer(parquet_rows):
 def test_score_is_the_env_reward_of_the_rows_episode(parquet_rows):
     for row in parquet_rows:
         result = score(row, SOLVE)
-        env = gym.make("Conductor-RG-v0", pool="simulated")
+        env = gym.make("Conductor-RG-v0", pool="simulated", split="train")
         env.reset(options={"row": {"problem_id": row["extra_info"]["problem_id"], "episode_seed": row["extra_info"]["episode_seed"]}})
         _, reward, _, _, info = env.step(SOLVE)
         env.close()
@@ -47,7 +47,7 @@ def test_score_is_the_env_reward_of_the_rows_episode(parquet_rows):
 def test_two_round_rows_keep_the_first_answer():
     (row,) = verl_rows(pool="simulated", max_rounds=2, limit=1)
     result = score(row, SOLVE)
-    env = gym.make("Conductor-RG-v0", pool="simulated", max_rounds=2)
+    env = gym.make("Conductor-RG-v0", pool="simulated", split="train", max_rounds=2)
     env.reset(options={"row": {"problem_id": row["extra_info"]["problem_id"], "episode_seed": row["extra_info"]["episode_seed"]}})
     _, _, done, _, first = env.step(SOLVE)
     _, reward, done, _, last = env.step("model_id = []\nsubtasks = []\naccess_list = []")

@@ -578,13 +578,14 @@ def test_training_on_public_only_rows_needs_the_opt_in_and_then_warns_once():
     from conductor_env.agents.training import EnvFactory
 
     options = {"data_files": str(PUBLIC_ONLY), "sandbox": "local"}
+    test_split = {"split": "test", "allow_test_split": True}  # LiveCodeBench has only its test split
     with pytest.raises(PublicOnlyError) as refused:
-        EnvFactory(EnvSetup.from_id("Conductor-LCB-v0", pool="simulated", suite_options=options))
+        EnvFactory(EnvSetup.from_id("Conductor-LCB-v0", pool="simulated", suite_options=options, **test_split))
     message = str(refused.value)
     assert "allow_public_only" in message and "fixture902_p" in message and "Conductor-LCB-v0 split 'test'" in message
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        factory = EnvFactory(EnvSetup.from_id("Conductor-LCB-v0", pool="simulated", suite_options={**options, "allow_public_only": True}))
+        factory = EnvFactory(EnvSetup.from_id("Conductor-LCB-v0", pool="simulated", suite_options={**options, "allow_public_only": True}, **test_split))
         try:
             factory(), factory()
             check_training_use(factory.suite, factory.suite.problems(), what="the same suite again")
@@ -594,7 +595,7 @@ def test_training_on_public_only_rows_needs_the_opt_in_and_then_warns_once():
     assert len(public_only) == 1 and "allow_public_only=True" in str(public_only[0].message)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PublicOnlyWarning)
-        EnvFactory(EnvSetup.from_id("Conductor-LCB-v0", pool="simulated", suite_options={"data_files": str(SAMPLE), "sandbox": "local"})).close()
+        EnvFactory(EnvSetup.from_id("Conductor-LCB-v0", pool="simulated", suite_options={"data_files": str(SAMPLE), "sandbox": "local"}, **test_split)).close()
 
 
 def test_sb3_routing_env_refuses_public_only_rows_without_the_opt_in():

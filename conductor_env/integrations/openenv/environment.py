@@ -67,11 +67,14 @@ class ConductorHub:
     """What every session of one server shares: the setup, its built suite and pool, the counters.
 
     Args:
-        setup: The env every session plays.
+        setup: The env every session plays. A server serves training episodes, so it is built
+            with ``training=True``: the ``train`` split unless the setup names another, a test
+            split only with ``allow_test_split=True``, and the suite's opt-ins enforced
+            (:func:`conductor_env.envs.training.check_training`).
     """
 
     def __init__(self, setup: EnvSetup) -> None:
-        self.setup = setup
+        self.setup = setup if setup.training else setup.replace(training=True)
         self.counters = HubCounters()
         self._parts: EnvParts | None = None
         self._lock = threading.Lock()
@@ -156,7 +159,9 @@ class ConductorEnvironment(Environment[ConductorAction, ConductorObservation, Co
         except (IndexError, ValueError, TypeError) as error:
             raise ConductorRequestError(str(error)[:200]) from None
         self._row = row
-        self._state = ConductorState(episode_id=episode_id or f"{row.problem_id}@{row.episode_seed}", problem_id=row.problem_id, episode_seed=row.episode_seed, domain=info["domain"])
+        self._state = ConductorState(
+            episode_id=episode_id or f"{row.problem_id}@{row.episode_seed}", problem_id=row.problem_id, episode_seed=row.episode_seed, domain=info["domain"], split=str(self.hub.setup.split)
+        )
         return observation_model(observation, row, info)
 
     async def reset_async(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ConductorObservation:

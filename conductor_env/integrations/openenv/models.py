@@ -155,6 +155,7 @@ class ConductorState(State):
 
     Attributes:
         problem_id, episode_seed, domain: The episode (empty before the first reset).
+        split: The split the server's episodes come from (``train`` unless the server names another).
         round: The round the next step plays.
         done: Whether the episode ended.
         last_reward: The last step's reward.
@@ -163,6 +164,7 @@ class ConductorState(State):
     problem_id: str = ""
     episode_seed: int = 0
     domain: str = ""
+    split: str = ""
     round: int = 0
     done: bool = False
     last_reward: float = 0.0

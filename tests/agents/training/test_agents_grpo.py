@@ -56,7 +56,7 @@ def factory():
 
 def test_dataset_rows_replay_the_observation(factory):
     dataset = build_dataset(factory, limit=4, seed=10)
-    assert dataset.column_names == ["prompt", "problem_id", "episode_seed", "domain"]
+    assert dataset.column_names == ["prompt", "problem_id", "episode_seed", "domain", "split"] and set(dataset["split"]) == {"train"}
     assert len(dataset) == 4 and dataset["episode_seed"] == [10, 11, 12, 13]
     env = factory()
     for row in dataset:
