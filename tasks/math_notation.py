@@ -176,6 +176,8 @@ class _Scanner:
         name_match = _COMMAND.match(text, index + 1)
         if name_match is None:
             symbol = text[index + 1 : index + 2]
+            if symbol in "{}" and self.inside_text:
+                return index + 2  # \{3\} in a subscript: braces, like the others there
             self.emit(" " if symbol in ",;:!> " else "\\" + symbol)
             return index + 2
         name, end = name_match.group(), name_match.end()
@@ -253,7 +255,6 @@ _DEGREES = re.compile(r"\^\s*(?:\\circ|\{\s*\\circ\s*\})|°")
 _DOLLAR = re.compile(r"\\\$")
 _TRAILING_POWER = re.compile(r"\^\s*(?:\{\s*\d\s*\}|\d)$")
 _UNIT_WORDS = re.compile(r"[a-z][a-z.]*")
-_LETTER = re.compile(r"[A-Za-z]")
 _POWER_DIGIT = re.compile(r"\d")
 _DIGIT = re.compile(r"\d")
 _POWER_WORDS = {"square": 2, "sq": 2, "cubic": 3, "cu": 3}
@@ -274,7 +275,7 @@ def _unit_name(content: str, power: str | None, *, strict: bool) -> str | None:
     not a unit to check) and itself, quoted, when true (the answer's: a unit no gold answer names).
     """
     words = content.lower().split()
-    if not words or _LETTER.search(content) is None:
+    if not words or not any(char.isalpha() for char in content):
         return None
     if any(_UNIT_WORDS.fullmatch(word) is None for word in words):
         return repr(" ".join(words)) if strict else None
@@ -299,7 +300,7 @@ def _trailing_unit(remainder: str) -> tuple[str, int] | None:
     if power is not None:
         end = len(remainder[: power.start()].rstrip())
     start = end
-    while start > 0 and (remainder[start - 1].isascii() and (remainder[start - 1].isalpha() or remainder[start - 1] in ". ")):
+    while start > 0 and (remainder[start - 1].isalpha() or remainder[start - 1] in ". "):
         start -= 1
     words = remainder[start:end].lstrip(". ")
     start = end - len(words)
@@ -336,9 +337,10 @@ def _units(normal: str, *, answer: bool) -> list[str]:
 # ------------------------------------------------------------------------------ bases
 
 # A numeral (digits, capital letters) with a base subscript, the whole gold answer: 1011_2,
-# 4210_{5}, (1011)_{(2)}, A1_{16}; and a subscript in an answer, after a digit, letter or bracket.
+# 4210_{5}, (1011)_{(2)}, A1_{16}; and a subscript in an answer (every unescaped _ in it).
 _BASE_NUMERAL = re.compile(r"(?:\([ \t]*[0-9A-Z]+[ \t]*\)|\{[ \t]*[0-9A-Z]+[ \t]*\}|[0-9A-Z]+)_(?:\{([^{}]*)\}|([0-9A-Za-z]))")
-_SUBSCRIPT = re.compile(r"(?<=[0-9A-Za-z)}])_(?:\{([^{}]*)\}|([0-9A-Za-z]))")
+_SUBSCRIPT = re.compile(r"_(?:\{([^{}]*)\}|([0-9A-Za-z]))")
+_UNDERSCORE = re.compile(r"(?<!\\)_")
 _BASE_NAMES = {"two": "2", "binary": "2", "three": "3", "ternary": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
                "eight": "8", "octal": "8", "nine": "9", "ten": "10", "decimal": "10", "sixteen": "16", "hex": "16",
                "hexadecimal": "16"}  # fmt: skip
@@ -354,8 +356,15 @@ def _base_name(subscript: str) -> str:
 
 
 def _named_bases(normal: str) -> list[str]:
-    """The bases an answer names: its subscripts and ``base N`` or ``binary``-like words."""
-    bases = [_base_name(found.group(1) if found.group(1) is not None else found.group(2)) for found in _SUBSCRIPT.finditer(normal)]
+    """The bases an answer names: its subscripts and ``base N`` or ``binary``-like words; a
+    subscript that cannot be read (``_\\left(3\\right)``) names itself, which no gold base is."""
+    bases = []
+    for underscore in _UNDERSCORE.finditer(normal):
+        found = _SUBSCRIPT.match(normal, underscore.start())
+        if found is None:
+            bases.append(repr(normal[underscore.start() : underscore.start() + 16]))
+        else:
+            bases.append(_base_name(found.group(1) if found.group(1) is not None else found.group(2)))
     bases += [_base_name(found.group(1) or found.group(2)) for found in _BASE_WORDS.finditer(normal.lower())]
     return bases
 

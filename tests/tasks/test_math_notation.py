@@ -96,7 +96,7 @@ def test_every_spelling_of_the_same_unit_is_accepted(gold: str, same: list[str],
 
 
 def test_bare_units_after_a_number_are_read_when_the_gold_has_one() -> None:
-    for answer in ["5 kg", "5 m", "5 meters", "5\\, m", "5 cm^2", "5 cm^{2}", "5\\;\\;kg", "\\frac{10}{2} kg"]:
+    for answer in ["5 kg", "5 m", "5 meters", "5\\, m", "5 cm^2", "5 cm^{2}", "5\\;\\;kg", "\\frac{10}{2} kg", "5 м", "5 см"]:
         assert notation_mismatch(r"5\text{ cm}", answer) is not None, answer
     for answer in ["5 cm", "5 centimeters", "5\\,cm", "5~cm", "\\frac{10}{2} cm", "5", "5 ", "\\frac{10}{2}"]:
         assert notation_mismatch(r"5\text{ cm}", answer) is None, answer
@@ -219,13 +219,16 @@ PAID_BY_MATH_VERIFY = [
     ("1011_2", "1011 _{10}"), ("1011_2", r"1011\,_2".replace("_2", "_3")), ("1011_2", r"1011\;_{10}"), ("1011_2", r"1011\!_3"),
     ("1011_2", r"1011\quad_3"), ("1011_2", "1011_{{10}}"), ("1011_2", r"1011_{\,10}"), ("1011_2", r"1011 \, _ {10}"), ("1011_2", r"1011\ _3"),
     ("1011_2", r"1011\text{ in base 3}"), ("1011_2", r"1011\text{ (base ten)}"), ("1011_2", r"1011_{\!\!3}"), ("1011_2", "1011_{ 3 }"),
+    (r"5\text{ cm}", r"5\text{ м}"), (r"5\text{ cm}", r"5\displaystyle\text{m}"), (r"5\text{ cm}", r"5\text{\ m}"), (r"5\text{ cm}", r"5\text{ }m"),
+    ("1011_2", r"1011_{\{3\}}"), ("1011_2", r"1011_{\left(3\right)}"), ("1011_2", "1011_{[3]}"), ("1011_2", "1011_{+3}"), ("1011_2", "1011_{3.0}"),
+    ("1011_2", r"1011_{\displaystyle 3}"), ("1011_2", r"1011_{3\,}"),
 ]  # fmt: skip
 #: The same unit or base, spelled oddly: paid.
 HONEST = [
     (r"5\text{ cm}", r"5\textit{ cm}"), (r"5\text{ cm}", r"5\mathrm{cm}"), (r"5\text{ cm}", r"5\text{{cm}}"), (r"5\text{ cm}", r"5\,\mathrm{cm}"),
     (r"5\text{ cm}", r"5\text{\textbf{centimeters}}"), (r"5\text{ cm}", "5 cm"), (r"5\text{ cm}", "5"), (r"5\text{ cm}", r"5\text{ }\text{cm}"),
     ("1011_2", "1011 _{2}"), ("1011_2", r"1011\,_2"), ("1011_2", "1011_{{2}}"), ("1011_2", r"1011_{\,2}"), ("1011_2", r"1011\text{ in base 2}"),
-    ("1011_2", "1011"), ("1011_2", r"1011\!_2"),
+    ("1011_2", "1011"), ("1011_2", r"1011\!_2"), ("1011_2", r"1011_{\{2\}}"), ("1011_2", r"1011_{\displaystyle 2}"), ("1011_2", r"1011_{2\,}"),
 ]  # fmt: skip
 
 
