@@ -18,10 +18,12 @@ text group or a sub/superscript are dropped (``\\text{{cm}}``), spacing commands
 stack, so answers built to be slow (braces 10,000 deep) cost linear time and no recursion.
 
 Spellings of one unit are the same unit (``cm``, ``centimeters``; ``^\\circ`` and ``degrees``;
-``inches^2`` and ``square inches``); a text group with letters that is not a plain unit
-(``\\text{ m2}``, ``\\text{ (m)}``) names a unit no gold answer has. Units are read from text
-groups after a number, ``^\\circ``, ``\\$`` and, in an answer to a gold answer with a unit, from
-words that end it after a number (``5 kg``).
+``inches^2`` and ``square inches``); a text group with letters (of any script) that is not a plain
+unit (``\\text{ m2}``, ``\\text{ (m)}``, ``\\text{ м}``) names a unit no gold answer has. Units are
+read from text groups after a number, ``^\\circ``, ``\\$`` and, in an answer to a gold answer with a
+unit, from letters outside commands (``5 kg``, ``5km\\text{ }``, ``5\\mathrm{}{m}``), after the last
+``=`` or ``\\approx`` when a number follows it (``x = 5 cm``). Every subscript of an answer to a gold
+answer with a base must name that base, and ``base 3``-like words count.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ _TEXT_LIKE = TEXT_COMMANDS | TEXT_DECLARATIONS
 #: Symbols spelled as commands.
 SYMBOLS = {"textdegree": "^\\circ", "degree": "^\\circ", "textdollar": "\\$", "dollar": "\\$"}
 
+#: Commands math-verify finds as text, so letters glued after them are letters: ``\\approxm``.
+_GLUED = ("displaystyle", "approx")
 _COMMAND = re.compile(r"[A-Za-z]+\*?")
 _PLAIN_RUN = re.compile(r"[^\\{}_^~\s]+")
 _DIMENSION = re.compile(r"\s*-?[0-9.]*\s*[a-z]{0,2}")
@@ -116,6 +120,18 @@ class _Scanner:
             if kind == _TEXT and not self.skipping:
                 self.text_close = len(self.out) - 1
 
+    def emit_text_group(self, content: str) -> None:
+        """A whole text group, in three pieces so that a following one can merge into it."""
+        if self.text_close is not None and not self.skipping:
+            self.out[self.text_close] = " "
+            self.emit(content)
+            self.emit("}")
+        else:
+            self.emit("\\text{")
+            self.emit(content)
+            self.emit("}")
+        self.text_close = None if self.skipping else len(self.out) - 1
+
     def open_text(self, index: int) -> int:
         """After a text-like command: its argument as a text group; returns the index after what was read."""
         index = self.skip_spaces(index)
@@ -131,8 +147,7 @@ class _Scanner:
                 self.open(_TEXT, "\\text{")
             return index + 1
         if index < len(text) and text[index].isalnum():
-            self.emit("\\text{" + text[index] + "}")
-            self.text_close = None if self.skipping else len(self.out) - 1
+            self.emit_text_group(text[index])
             return index + 1
         return index
 
@@ -145,8 +160,7 @@ class _Scanner:
         while end < len(self.text) and self.text[end] not in "{}\\_^$":  # the rest of the group
             end += 1
         if end > start:
-            self.emit("\\text{" + self.text[start:end].replace("~", " ") + "}")
-            self.text_close = None if self.skipping else len(self.out) - 1
+            self.emit_text_group(self.text[start:end].replace("~", " "))
         return end
 
     def script(self, index: int) -> int:
@@ -181,6 +195,13 @@ class _Scanner:
             self.emit(" " if symbol in ",;:!> " else "\\" + symbol)
             return index + 2
         name, end = name_match.group(), name_match.end()
+        for glued in _GLUED:
+            if name.startswith(glued) and len(name) > len(glued):  # math-verify reads \\approxm as \\approx m
+                self.emit(f"\\{glued} {name[len(glued) :]}")
+                return end
+        if name in ("left", "right") and text.startswith(".", end):
+            self.emit(" ")  # an invisible delimiter
+            return end + 1
         if name in TEXT_COMMANDS:
             return self.open_text(end)
         if name in TEXT_DECLARATIONS:
@@ -253,6 +274,9 @@ def normalise(text: str) -> str:
 _TEXT_GROUP = re.compile(r"\\text\{([^{}]*)\}(\^\s*(?:\{\s*\d\s*\}|\d))?")
 _DEGREES = re.compile(r"\^\s*(?:\\circ|\{\s*\\circ\s*\})|°")
 _DOLLAR = re.compile(r"\\\$")
+_BLANK_TEXT = re.compile(r"\\text\{\s*\}")
+#: Letters outside commands: ``km`` in ``5km``, not ``times`` in ``\\times``.
+_FREE_WORD = re.compile(r"(?<![\\A-Za-z])[^\W\d_]+")
 _TRAILING_POWER = re.compile(r"\^\s*(?:\{\s*\d\s*\}|\d)$")
 _UNIT_WORDS = re.compile(r"[a-z][a-z.]*")
 _POWER_DIGIT = re.compile(r"\d")
@@ -302,8 +326,9 @@ def _trailing_unit(remainder: str) -> tuple[str, int] | None:
     start = end
     while start > 0 and (remainder[start - 1].isalpha() or remainder[start - 1] in ". "):
         start -= 1
-    words = remainder[start:end].lstrip(". ")
-    start = end - len(words)
+    segment = remainder[start:end]
+    words = segment.strip(". ")
+    start += len(segment) - len(segment.lstrip(". "))
     before = remainder[:start].rstrip()
     if not words or not before or before[-1] not in "0123456789}":
         return None
@@ -313,8 +338,10 @@ def _trailing_unit(remainder: str) -> tuple[str, int] | None:
 
 def _units(normal: str, *, answer: bool) -> list[str]:
     """The units a normalised answer names, sorted: text groups of words, ``^\\circ`` (``deg``),
-    ``\\$`` (``dollar``) and, for an ``answer``, words that end it; none unless a digit remains
-    outside them (a boxed word, ``\\text{Evelyn}``, is an answer, not a unit)."""
+    ``\\$`` (``dollar``) and, for an ``answer``, words outside text groups and commands (after
+    its last ``=``, where math-verify reads the value); none unless a digit remains outside them
+    (a boxed word, ``\\text{Evelyn}``, is an answer, not a unit)."""
+    normal = _BLANK_TEXT.sub(" ", normal)
     units: list[str] = []
     rest: list[str] = []
     position = 0
@@ -328,9 +355,18 @@ def _units(normal: str, *, answer: bool) -> list[str]:
     remainder = " ".join(rest)
     units += ["deg"] * len(_DEGREES.findall(remainder)) + ["dollar"] * len(_DOLLAR.findall(remainder))
     remainder = _DEGREES.sub(" ", remainder)
-    if answer and (trailing := _trailing_unit(remainder)) is not None:
-        units.append(trailing[0])
-        remainder = remainder[: trailing[1]]
+    if answer:
+        # Words are read after the last = or \\approx when a number follows it, where math-verify
+        # reads the value (x = 5 cm), else everywhere.
+        approx = remainder.rfind("\\approx")
+        value = remainder[max(remainder.rfind("=") + 1, approx + len("\\approx") if approx >= 0 else 0) :]
+        value = (value if _DIGIT.search(value) else remainder).replace("{", " ").replace("}", " ")
+        if (trailing := _trailing_unit(value)) is not None:
+            units.append(trailing[0])
+            value = value[: trailing[1]]
+        words = _FREE_WORD.findall(value)  # 5km\text{ } or 5\mathrm{}{m}\times{}: letters math-verify drops
+        if words and (name := _unit_name(" ".join(words), None, strict=True)) is not None:
+            units.append(name)
     return sorted(units) if _DIGIT.search(remainder) else []
 
 

@@ -119,6 +119,24 @@ def test_random_spellings_are_judged_by_the_unit_they_name(command: str, spaces:
     assert (notation_mismatch(r"5\text{ cm}", answer) is None) == same, answer
 
 
+#: Tokens around a unit that math-verify drops or reads through (found by fuzzing math-verify).
+JUNK = ["", " ", "\\,", "\\!", "~", "{}", "\\text{ }", "\\text{\\,}", "\\mathrm{}", "\\displaystyle", "\\displaystyle ", "\\left.", "\\right.", "\\hspace{2pt}",
+        "\\phantom{x}", "\\cdot ", "\\times{}", ".", ",", "\\approx", "\\{", "\\}", "\\left(", "\\right)"]  # fmt: skip
+WRAPS = ["%s", "{%s}", "\\text{%s}", "\\mathrm{%s}", "{\\rm %s}", "\\rm %s", "\\text{\\textbf{%s}}", "\\mathrm{\\,%s}", "\\text{ %s }", "\\operatorname{%s}", "\\text{{%s}}"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(st.sampled_from(JUNK), max_size=3),
+    st.sampled_from(WRAPS),
+    st.lists(st.sampled_from(JUNK), max_size=3),
+    st.sampled_from(["m", "kg", "mm", "km", "feet", "g", "s", "min", "liters", "cm", "centimeters"]),
+)
+def test_units_among_tokens_math_verify_drops_are_read(before: list[str], wrap: str, after: list[str], word: str) -> None:
+    answer = "5" + "".join(before) + wrap % word + "".join(after)
+    assert (notation_mismatch(r"5\text{ cm}", answer) is None) == (word in ("cm", "centimeters")), answer
+
+
 def test_answers_without_units_and_golds_without_units_are_left_to_math_verify() -> None:
     for answer in ["5", "5.0", "\\frac{10}{2}", "5\\,", "\\text{5}", "{5}", "5~"]:
         assert notation_mismatch(r"5\text{ cm}", answer) is None, answer
@@ -222,12 +240,15 @@ PAID_BY_MATH_VERIFY = [
     (r"5\text{ cm}", r"5\text{ м}"), (r"5\text{ cm}", r"5\displaystyle\text{m}"), (r"5\text{ cm}", r"5\text{\ m}"), (r"5\text{ cm}", r"5\text{ }m"),
     ("1011_2", r"1011_{\{3\}}"), ("1011_2", r"1011_{\left(3\right)}"), ("1011_2", "1011_{[3]}"), ("1011_2", "1011_{+3}"), ("1011_2", "1011_{3.0}"),
     ("1011_2", r"1011_{\displaystyle 3}"), ("1011_2", r"1011_{3\,}"),
+    (r"5\text{ cm}", r"5\mathrm{}{m}"), (r"5\text{ cm}", r"5km\text{\,}\text{ }"), (r"5\text{ cm}", r"5\text{\,}{mm}\times{}"), (r"5\text{ cm}", r"5\text{ }\displaystylemin"),
+    (r"5\text{ cm}", r"5\text{\,}\left.{yd}"), (r"5\text{ cm}", r"5\approxm"), (r"5\text{ cm}", r"5\text{\textbf{meters}}x=\phantom{x}"),
 ]  # fmt: skip
 #: The same unit or base, spelled oddly: paid.
 HONEST = [
     (r"5\text{ cm}", r"5\textit{ cm}"), (r"5\text{ cm}", r"5\mathrm{cm}"), (r"5\text{ cm}", r"5\text{{cm}}"), (r"5\text{ cm}", r"5\,\mathrm{cm}"),
     (r"5\text{ cm}", r"5\text{\textbf{centimeters}}"), (r"5\text{ cm}", "5 cm"), (r"5\text{ cm}", "5"), (r"5\text{ cm}", r"5\text{ }\text{cm}"),
     ("1011_2", "1011 _{2}"), ("1011_2", r"1011\,_2"), ("1011_2", "1011_{{2}}"), ("1011_2", r"1011_{\,2}"), ("1011_2", r"1011\text{ in base 2}"),
+    (r"5\text{ cm}", "x = 5 cm"), (r"5\text{ cm}", r"AB = 5\text{ cm}"), (r"5\text{ cm}", r"5\,\mathrm{cm}\text{ }"),
     ("1011_2", "1011"), ("1011_2", r"1011\!_2"), ("1011_2", r"1011_{\{2\}}"), ("1011_2", r"1011_{\displaystyle 2}"), ("1011_2", r"1011_{2\,}"),
 ]  # fmt: skip
 
