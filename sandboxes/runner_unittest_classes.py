@@ -125,7 +125,11 @@ def library_class(kit: dict, klass: type, checked: frozenset = COMPARING_MEMBERS
                 continue
             if kind is staticmethod or kind is classmethod:
                 value = kit["getattr"](value, "__func__", None)
-            if type_(value) is not kit["function"] or not library_function(kit, value):
+            if type_(value) is not kit["function"]:
+                return False
+            if dataclass_comparison(kit, klass, name, value):
+                continue  # what dataclasses generates for the class's fields (compiled from text)
+            if not library_function(kit, value):
                 return False
             functions += 1
             defined_in = kit["globals_of"](value).get("__name__")
@@ -141,6 +145,40 @@ def library_class(kit: dict, klass: type, checked: frozenset = COMPARING_MEMBERS
         return found is klass or type_(found) is klass  # or the module's one instance of it
     except kit["base_exception"]:  # noqa: BLE001 - not resolvable: not a library's
         return False
+
+
+#: The comparisons ``dataclasses`` generates, by member (Python 3.11's ``_cmp_fn``).
+DATACLASS_OPERATORS = {"__eq__": "==", "__lt__": "<", "__le__": "<=", "__gt__": ">", "__ge__": ">="}
+_DATACLASS_TEMPLATE = "def __create_fn__():\n def {name}(self,other):\n  if other.__class__ is self.__class__:\n   return {mine}{op}{theirs}\n  return NotImplemented\n return {name}"
+
+
+def dataclass_comparison(kit: dict, klass: type, name: str, function: Any) -> bool:
+    """Whether ``function`` is exactly the comparison ``dataclasses`` generates as ``klass``'s
+    ``name`` for its fields (compared fields of exact type ``dataclasses.Field``): a tuple
+    comparison of the fields, nothing else, whoever compiled it."""
+    type_ = kit["type"]
+    operator = DATACLASS_OPERATORS.get(name)
+    fields = kit["vars"](klass).get("__dataclass_fields__")
+    if operator is None or type_(fields) is not dict:
+        return False
+    names = []
+    for key, field in kit["items"](fields):
+        if type_(key) is not str or type_(field) is not kit["dataclass_field"]:
+            return False
+        if kit["field_slot"]("_field_type", field) is kit["dataclass_field_marker"] and kit["field_slot"]("compare", field) is True:
+            if not key.isidentifier() or kit["field_slot"]("name", field) != key:
+                return False
+            names.append(key)
+    mine = "(" + kit["join"](",", ["self." + key for key in names]) + ",)" if names else "()"
+    theirs = "(" + kit["join"](",", ["other." + key for key in names]) + ",)" if names else "()"
+    source = _DATACLASS_TEMPLATE.format(name=name, mine=mine, op=operator, theirs=theirs)
+    reference = None
+    for constant in kit["compile"](source, "<string>", "exec", dont_inherit=True).co_consts:
+        if type_(constant) is kit["code_type"]:
+            for inner in constant.co_consts:
+                if type_(inner) is kit["code_type"] and inner.co_name == name:
+                    reference = inner
+    return same_code(kit, kit["code_of"](function), reference)
 
 
 def library_function(kit: dict, function: Any) -> bool:

@@ -70,6 +70,23 @@ class TestCases(unittest.TestCase):
         COUNT += 1
         self.assertEqual(task_func(["x", "y", "x"]), "x")
 """
+#: Tests whose own code, run inside a call of the entry point, changes their globals in place
+#: (as BigCodeBench/402's mock pops its responses) and that set their class's attributes: honest.
+SELF_CHANGING_TESTS = """import unittest
+SEEN = []
+class Words(list):
+    def __iter__(self):
+        SEEN.append(len(self))
+        return list.__iter__(self)
+class TestCases(unittest.TestCase):
+    def test_one(self):
+        TestCases.last = "one"
+        self.assertEqual(task_func(Words(["a", "b", "a"])), "a")
+        self.assertEqual(SEEN[-1], 3)
+    def test_two(self):
+        TestCases.last = "two"
+        self.assertEqual(task_func(Words(["x", "y", "x"])), "x")
+"""
 #: Tests of a value whose class a lazily imported library module defines (task "charset").
 CHARSET_TESTS = """import unittest
 class TestCases(unittest.TestCase):
@@ -108,6 +125,7 @@ def suites(sandbox, tmp_path_factory):
         "reach": _suite(sandbox, tmp_path_factory, "reach", REACH_TESTS),
         "rebinding": _suite(sandbox, tmp_path_factory, "rebinding", REBINDING_TESTS),
         "charset": _suite(sandbox, tmp_path_factory, "charset", CHARSET_TESTS, "def task_func(name):\n"),
+        "self_changing": _suite(sandbox, tmp_path_factory, "self_changing", SELF_CHANGING_TESTS),
     }
 
 
@@ -266,13 +284,16 @@ def test_honest_controls_pass(suites):
         "    return statistics.mode(Tally(words).words)\n"
     )
     assert grade(suites["reach"], busy).correct
-    # A value of a class that a library module imported during the call defines.
-    charset = "def task_func(name):\n    import email.charset\n    return email.charset.Charset(name)\n"
+    # Tests that change their own globals in place during a call and set class attributes.
+    assert grade(suites["self_changing"], HONEST).correct
+    # A value of a class that a library module imported during the call defines; the module
+    # imported beside it (pstats) defines dataclasses, whose generated __eq__ is compiled from text.
+    charset = "def task_func(name):\n    import email.charset, pstats\n    return email.charset.Charset(name)\n"
     score = grade(suites["charset"], charset)
     assert score.correct, score.reason
 
 
 def test_wrong_answers_fail(suites):
-    for task in ("reach", "rebinding"):
+    for task in ("reach", "rebinding", "self_changing"):
         score = grade(suites[task], WRONG)
         assert not score.correct and "AssertionError" in score.reason
