@@ -4,7 +4,8 @@ The structured view (``EnvOptions.worker_traits``, docs/GENERATED_POOLS.md) give
 worker's stated level per domain, the domains it judges and its price tier, and
 ``question_domain`` the problem's column. Policies that read it choose among the binary-access
 plans of the closed form (:func:`conductor_env.workers.closed_form.all_plans`: each step reads
-nothing or every earlier step) over the pool's slots, and write them with this module.
+nothing or every earlier step) over the pool's slots that waste no call, and write them with this
+module.
 
 :func:`assumed_rows` turns trait rows into the closed form's worker rows by assuming the middle
 of a family's documented ranges for every stated level and tier: what a reader of the
@@ -53,9 +54,18 @@ def plan_workflow(plan: Plan) -> Workflow:
     return build_workflow([(worker, JUDGE_SUBTASK if reads else SOLVE_SUBTASK, reads) for worker, reads in plan])
 
 
+def wastes_a_call(plan: Plan) -> bool:
+    """Whether a step other than the last has an answer that no later step reads.
+
+    Such a plan is dominated: without that step it has the same chance of a correct final answer
+    at a lower price.
+    """
+    return any(not any(reads for _, reads in plan[i + 1 :]) for i in range(len(plan) - 1))
+
+
 def plan_table(num_slots: int, max_steps: int) -> tuple[Plan, ...]:
-    """Returns every binary-access plan over ``num_slots`` worker ids, in the closed form's order (an action space)."""
-    return tuple(all_plans(num_slots, max_steps))
+    """Returns the binary-access plans over ``num_slots`` worker ids that waste no call, in the closed form's order (an action space)."""
+    return tuple(plan for plan in all_plans(num_slots, max_steps) if not wastes_a_call(plan))
 
 
 def _middle(bounds: Sequence[float]) -> float:

@@ -7,7 +7,7 @@
   tier (one-hot); an empty slot is all zeros. It is the structured view (``worker_traits`` and
   ``question_domain``) read at the question's column, nothing else: no text, no hidden number;
 - the action is ``Discrete(len(plans))``: every binary-access plan over the pool's slots with up to
-  ``max_steps`` steps (:func:`conductor_env.agents.trait_plans.plan_table`); a plan that names an
+  ``max_steps`` steps that wastes no call (:func:`conductor_env.agents.trait_plans.plan_table`); a plan that names an
   empty slot is sent to the env like any other workflow, which refuses it (reward 0);
 - one episode is one round: the workflow runs, the env's own reward comes back, the episode ends.
 

@@ -72,10 +72,13 @@ def unseen_verdict(scores: dict[str, Any], conductor: str) -> str:
         scores: The pool's scores (:func:`~conductor_env.evaluation.unseen_scores.score_pool`).
         conductor: A policy name among ``scores["policies"]``.
     """
+    from conductor_env.evaluation.unseen import REFERENCE_POLICIES
+
     policies = scores["policies"]
     mine = policies[conductor]["expected_reward"]
-    others = {p: e["expected_reward"] for p, e in policies.items() if not p.startswith("llm:")}
+    others = {p: e["expected_reward"] for p, e in policies.items() if not p.startswith("llm:") and p not in REFERENCE_POLICIES}
     best, best_mean = max(others.items(), key=lambda item: item[1])
     oracle = scores["oracle"]["expected_reward"]
     relation = "above" if mine > best_mean else "below"
-    return f"{conductor}: {mine:.3f}, {relation} the best fixed baseline or router ({best} {best_mean:.3f}); the oracle's best workflow per domain: {oracle:.3f}"
+    references = "".join(f"; {p} (reads the descriptions): {policies[p]['expected_reward']:.3f}" for p in REFERENCE_POLICIES if p in policies)
+    return f"{conductor}: {mine:.3f}, {relation} the best fixed baseline or router ({best} {best_mean:.3f}){references}; the oracle's best workflow per domain: {oracle:.3f}"

@@ -19,8 +19,8 @@ def register_train_traits_ppo(kinds: Any) -> None:
         description=(
             "Train a numeric policy on the structured view (each worker's stated level in the question's domain, whether it judges "
             "it, its price tier) that picks one of the binary-access plans over the pool's slots, with the env's own reward, on "
-            "pools drawn from the generated family's training part. Checkpoints are scored by exact expected reward on the "
-            "held-out draws generated-heldout#0-5. Play the result with --policy traits-ppo:OUT (docs/ROUTERS.md)."
+            "pools drawn from the generated family's training part. Checkpoints are scored (never chosen) by exact expected "
+            "reward on the unseen protocol's eight held-out pools. Play the result with --policy traits-ppo:OUT (docs/ROUTERS.md)."
         ),
     )
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder: model.zip and trait_ppo.json (the config and checkpoint scores)")
@@ -34,13 +34,14 @@ def register_train_traits_ppo(kinds: Any) -> None:
 def run_train_traits_ppo_command(args: argparse.Namespace) -> int:
     """Handler of ``conductor-env train traits-ppo``."""
     from conductor_env.agents.training.trait_ppo import TraitPPOConfig, train_trait_ppo
+    from conductor_env.evaluation.unseen import UNSEEN_POOLS
 
     for flag, value in (("--timesteps", args.timesteps), ("--eval-every", args.eval_every)):
         if value < 1:
             raise UsageError(f"{flag} must be at least 1, got {value}")
     if not args.learning_rate > 0:
         raise UsageError(f"--learning-rate must be positive, got {args.learning_rate}")
-    config = TraitPPOConfig(timesteps=args.timesteps, seed=args.seed, learning_rate=args.learning_rate, eval_every=args.eval_every)
+    config = TraitPPOConfig(timesteps=args.timesteps, seed=args.seed, learning_rate=args.learning_rate, eval_every=args.eval_every, heldout=UNSEEN_POOLS)
     result = train_trait_ppo(config, args.out)
     last = result["checkpoints"][-1]
     print(f"held-out exact expected reward {last['mean']:.4f} after {last['timesteps']} episodes ({result['seconds']} s); play it with --policy traits-ppo:{args.out}")

@@ -13,7 +13,7 @@ from conductor_env.cli.demo import DEMO_POLICIES, ORCHESTRA_BASELINES, ORCHESTRA
 from conductor_env.cli.demo_routers import DEMO_ROUTER_KINDS, router_verdict
 from conductor_env.cli.demo_unseen import DEMO_UNSEEN_POOL, unseen_verdict
 from conductor_env.cli.unseen_routers import FAMILY_ROUTERS
-from conductor_env.evaluation.unseen import fixed_baselines
+from conductor_env.evaluation.unseen import REFERENCE_POLICIES, fixed_baselines
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +51,7 @@ def test_demo_compares_the_baselines_and_writes_plot_and_viewer(tmp_path: Path) 
     # Part 2 ends on a pool the Conductor never saw, beside the baselines, the description-keyed routers and the oracle.
     unseen = json.loads((out / "unseen" / "results.json").read_text())["pools"][DEMO_UNSEEN_POOL]
     family = [f"router:{kind}:{out / 'unseen' / 'routers' / kind}" for kind in FAMILY_ROUTERS]
-    assert sorted(unseen["policies"]) == sorted([*UNSEEN_CONDUCTORS, *fixed_baselines(3), *family])
+    assert sorted(unseen["policies"]) == sorted([*UNSEEN_CONDUCTORS, *fixed_baselines(3), *REFERENCE_POLICIES, *family])
     assert all(entry["questions"] == 6 for entry in unseen["policies"].values()) and unseen["oracle"]["expected_reward"] > 0.8
     for conductor in UNSEEN_CONDUCTORS:
         assert unseen_verdict(unseen, conductor) in result.stdout
@@ -83,6 +83,11 @@ def test_the_unseen_verdict_compares_with_the_best_other_policy() -> None:
     assert unseen_verdict(scores, "llm:c") == "llm:c: 0.700, below the best fixed baseline or router (single:0 0.750); the oracle's best workflow per domain: 0.900"
     scores["policies"]["llm:c"]["expected_reward"] = 0.8
     assert "0.800, above the best fixed baseline or router (single:0 0.750)" in unseen_verdict(scores, "llm:c")
+    # The reference policy is named beside the verdict, never taken for a baseline.
+    scores["policies"]["traits-rule"] = {"expected_reward": 0.88}
+    assert unseen_verdict(scores, "llm:c") == (
+        "llm:c: 0.800, above the best fixed baseline or router (single:0 0.750); traits-rule (reads the descriptions): 0.880; the oracle's best workflow per domain: 0.900"
+    )
 
 
 def test_the_verdict_names_a_router_that_beats_the_conductor() -> None:

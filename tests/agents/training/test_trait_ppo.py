@@ -31,7 +31,8 @@ def test_sb3_check_env_passes_without_warnings() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_env(env, warn=True)
-    assert env.slots == 4 and env.action_space.n == len(plan_table(4, 3)) == 4 + 4 * 4 * 2 + 4**3 * 4
+    # One step; two, the second reading the first; three, the last reading all (the second reads the first or not).
+    assert env.slots == 4 and env.action_space.n == len(plan_table(4, 3)) == 4 + 4**2 + 4**3 * 2
     env.close()
 
 
@@ -64,6 +65,7 @@ def test_a_plan_on_an_empty_slot_is_refused_by_the_env_and_a_shown_one_runs() ->
     _, reward, terminated, _, info = env.step(plans.index(((3, False),)))
     assert terminated and reward == 0.0 and info["reason"]
     env.reset(seed=seed)
+    assert ((0, False), (1, False)) not in plans  # a call nothing reads is never offered
     _, reward, terminated, _, info = env.step(plans.index(((0, False), (0, False), (1, True))))
     assert terminated and reward > 0 and [step["worker"] for step in info["trace"]] == [0, 0, 1]
     env.close()
