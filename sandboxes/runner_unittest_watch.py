@@ -155,6 +155,8 @@ SYS_VOLATILE = frozenset({"last_type", "last_value", "last_traceback", "last_exc
 #: Module attributes that the interpreter or a library legitimately rebinds: ``time.tzset()``,
 #: ``mimetypes.init()``, and Cython's modules, which wrap ``inspect.isgenerator`` when they load.
 VOLATILE_DATA = frozenset({"time.tzname", "time.timezone", "time.altzone", "time.daylight", "mimetypes.inited", "inspect.isgenerator"})
+#: What ``warnings`` adds to the globals of the code a warning is attributed to (the tests').
+WARNING_REGISTRY = "__warningregistry__"
 #: Items of one value read for its fingerprint (containers nested in it included).
 FINGERPRINT_ITEMS = 10_000
 
@@ -295,7 +297,7 @@ def snapshot(kit: dict, watched: list) -> dict:
             elif mode == STRICT:
                 # What the tests' own code changes in place is compared by identity only.
                 mutated = kit["tests_mutate"] if label[:5] == "tests" else ()
-                seen[label] = {key: (id_(value) if key in mutated else fingerprint(kit, value)) for key, value in zip_(namespace, namespace.values())}
+                seen[label] = {key: (id_(value) if key in mutated else fingerprint(kit, value)) for key, value in zip_(namespace, namespace.values()) if key != WARNING_REGISTRY}
             else:
                 seen[label] = dict_(zip_(namespace, kit["map"](id_, namespace.values())))
     modules = kit["modules"]
