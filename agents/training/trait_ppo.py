@@ -34,6 +34,7 @@ from gymnasium import spaces
 from conductor_env.agents.trait_plans import plan_table, plan_workflow, structured_view
 from conductor_env.agents.traits_ppo import CONFIG_FILE, MODEL_FILE, SLOT_FEATURES, slot_features
 from conductor_env.env import ConductorEnv
+from conductor_env.envs.training import check_opt_ins
 from conductor_env.traits import ABSENT, trait_row
 from conductor_env.workers.closed_form import Plan, expected_reward, worker_rows
 from conductor_env.workers.pool import load_pool
@@ -47,6 +48,8 @@ class TraitPlanEnv(gym.Wrapper):
 
     Raises:
         ValueError: Without the structured view, with more than one round, or with self-calls.
+        PublicOnlyError: When the env's problems need an opt-in its suite was not given (this wrapper
+            exists to train; :func:`conductor_env.envs.training.check_opt_ins`).
     """
 
     def __init__(self, env: gym.Env) -> None:
@@ -59,6 +62,7 @@ class TraitPlanEnv(gym.Wrapper):
             raise ValueError("TraitPlanEnv reads the structured view: make the env with worker_traits=True")
         if options.max_rounds != 1 or options.self_call:
             raise ValueError("TraitPlanEnv plays one round without self-calls: make the env with max_rounds=1 and self_call=False")
+        check_opt_ins(conductor.suite, conductor.problems, what=f"training on TraitPlanEnv over {conductor.suite.name} split {conductor.split!r}")
         self.conductor = conductor
         traits_space = cast(spaces.Box, cast(spaces.Dict, conductor.observation_space)["worker_traits"])
         self.slots = int(traits_space.shape[0])
@@ -123,7 +127,7 @@ def make_training_env(config: TraitPPOConfig, rank: int) -> TraitPlanEnv:
 
     settings = load_recipe(config.recipe).settings["env"]
     options = {**settings.get("options", {}), "worker_traits": True, "max_steps": config.max_steps, "price_weight": config.price_weight}
-    env = gym.make(settings["id"], pool=settings["pool"], split=settings.get("split", "train"), suite_options=settings.get("suite_options", {}), **options)
+    env = gym.make(settings["id"], pool=settings["pool"], split=settings.get("split", "train"), training=True, suite_options=settings.get("suite_options", {}), **options)
     env.reset(seed=config.seed * 1000 + rank)
     return TraitPlanEnv(env)
 

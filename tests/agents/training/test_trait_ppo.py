@@ -43,6 +43,14 @@ def test_the_wrapper_needs_the_structured_view_and_one_round() -> None:
         _env(max_rounds=2)
 
 
+def test_the_wrapper_trains_only_on_rows_the_suites_opt_ins_allow() -> None:
+    gameable = {"datasets": ["syllogism"]}  # pays a constant answer on most problems
+    with pytest.raises(ValueError, match="allow_gameable"):
+        _env(suite_options=gameable)
+    with pytest.warns(UserWarning, match="syllogism"):
+        _env(suite_options={**gameable, "allow_gameable": True}).close()
+
+
 def test_features_read_the_questions_column_and_leave_empty_slots_zero() -> None:
     # Columns: math, language, reasoning. Slot 0 strong at math, weak elsewhere, costly; slot 1
     # fair at language and judges reasoning, cheap; slots 2-3 empty.
