@@ -18,9 +18,9 @@ binds, never through an import, and none of them is in ``sys.modules``):
 - ``runner_watch``: a test's processes from fork to reaping, and its files.
 - ``proxy``: checks and candidate as separate parties (kind ``isolated``).
 - ``runner_unittest``: a program, then ``unittest`` tests it never held (kind ``unittest``);
-  ``runner_unittest_libs`` loads the task's libraries before it, ``runner_unittest_watch``
-  watches what the tests rely on, ``runner_unittest_classes`` judges the program's classes and
-  returned values.
+  ``runner_unittest_libs`` loads the task's libraries before it, ``runner_unittest_snapshot``
+  says what the tests rely on and how it is compared, ``runner_unittest_watch`` watches it,
+  ``runner_unittest_classes`` judges the program's classes and returned values.
 
 Grading is not part of it: it runs on the host (:mod:`conductor_env.sandboxes.grading`).
 
@@ -129,8 +129,12 @@ PAYLOAD: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runner_jobs", ("runner", "runner_child", "runner_watch", "proxy")),
     ("runner_unittest_libs", ()),
     ("runner_unittest_classes", ()),
-    ("runner_unittest_watch", ("runner_unittest_classes",)),
-    ("runner_unittest", ("runner", "runner_child", "runner_guard", "runner_jobs", "runner_unittest_classes", "runner_unittest_libs", "runner_unittest_watch", "runner_watch")),
+    ("runner_unittest_snapshot", ()),
+    ("runner_unittest_watch", ("runner_unittest_classes", "runner_unittest_snapshot")),
+    (
+        "runner_unittest",
+        ("runner", "runner_child", "runner_guard", "runner_jobs", "runner_unittest_classes", "runner_unittest_libs", "runner_unittest_snapshot", "runner_unittest_watch", "runner_watch"),
+    ),
     ("runner_server", ("runner", "runner_jobs", "runner_watch", "runner_unittest")),
 )
 

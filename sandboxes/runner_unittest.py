@@ -28,7 +28,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # in the sandbox, runner.load_payload binds these names (the payload imports only the stdlib)
-    from conductor_env.sandboxes import runner, runner_child, runner_guard, runner_jobs, runner_unittest_classes, runner_unittest_libs, runner_unittest_watch, runner_watch
+    from conductor_env.sandboxes import runner, runner_child, runner_guard, runner_jobs, runner_unittest_classes, runner_unittest_libs, runner_unittest_snapshot, runner_unittest_watch, runner_watch
 
 #: Characters of a failing test's message kept in the record.
 MESSAGE_CHARS = 300
@@ -105,9 +105,9 @@ def child_main(job: dict, tests: bytes, nonce: bytes, fds: dict, channels: tuple
         # The baseline after the guard (which replaces signal.signal and _imp.create_builtin)
         # and after the tests loaded: from here on, everything they reach is watched.
         if kit["type"](suite) is dict:
-            kit["watched"] = watch.namespaces(kit, deep=True, tests=test_globals) + suite["own"]
-            kit["watched_calls"] = watch.namespaces(kit, deep=False, tests=test_globals) + suite["own"]
-            kit["snapshot"] = watch.snapshot(kit, kit["watched"])
+            kit["watched"] = runner_unittest_snapshot.namespaces(kit, deep=True, tests=test_globals) + suite["own"]
+            kit["watched_calls"] = runner_unittest_snapshot.namespaces(kit, deep=False, tests=test_globals) + suite["own"]
+            kit["snapshot"] = runner_unittest_snapshot.snapshot(kit, kit["watched"])
             kit["classes_before"] = runner_unittest_classes.all_classes(kit)
             kit["library_files"] = watch.module_files(kit)
     except BaseException as error:
@@ -237,7 +237,7 @@ def _run_all(kit: dict, program: str, program_path: str, suite: dict, test_globa
             kit["pop"](kit["program_running"])
     except base_exception as error:
         return b"exception", _error_fields(kit, error, "the program's top level raised")
-    problem = watch.quiesce(kit) or watch.changed(kit, kit["snapshot"], watch.snapshot(kit, kit["watched"]), kit["watched"])
+    problem = watch.quiesce(kit) or runner_unittest_snapshot.changed(kit, kit["snapshot"], runner_unittest_snapshot.snapshot(kit, kit["watched"]), kit["watched"])
     problem = problem or runner_unittest_classes.answering_classes(kit, kit["classes_before"])
     if problem:
         return b"exception", {b"type": "Tampering", b"message": f"the program changed {problem}"[:MESSAGE_CHARS]}
@@ -262,8 +262,8 @@ def _capture(kit: dict, cases: Any, test_globals: dict) -> dict:
     mro = cases.__mro__
     below = mro[: kit["index"](mro, kit["test_case"])]
     # Every member of the tests' classes and every name of their globals, new ones included.
-    own = [("tests." + klass.__name__, vars_(klass), runner_unittest_watch.STRICT) for klass in below]
-    own.append((runner_unittest_watch.TESTS_GLOBALS, test_globals, runner_unittest_watch.STRICT))
+    own = [("tests." + klass.__name__, vars_(klass), runner_unittest_snapshot.STRICT) for klass in below]
+    own.append((runner_unittest_snapshot.TESTS_GLOBALS, test_globals, runner_unittest_snapshot.STRICT))
     own_init, overridden = False, kit["set"]()
     for klass in below:
         own_init = own_init or "__init__" in vars_(klass)
@@ -295,11 +295,11 @@ def _run_cases(kit: dict, suite: dict, violations: list) -> list:
     except base_exception as error:
         message = _error_fields(kit, error, "setUpClass failed")[b"message"]
         return [[name, "error", message] for name in names]
-    base = watch.snapshot(kit, watched)  # after setUpClass, which may set class attributes
+    base = runner_unittest_snapshot.snapshot(kit, watched)  # after setUpClass, which may set class attributes
 
     def problem_now() -> str:
-        now = watch.snapshot(kit, watched)
-        problem = watch.changed(kit, base, now, watched)
+        now = runner_unittest_snapshot.snapshot(kit, watched)
+        problem = runner_unittest_snapshot.changed(kit, base, now, watched)
         if problem and not violations:
             # A test may rebind its own module's globals (``global ARRAY``: BigCodeBench/652) and
             # set its class's attributes (BigCodeBench/509); calls of the entry point compare
@@ -315,7 +315,7 @@ def _run_cases(kit: dict, suite: dict, violations: list) -> list:
                 for key, value in kit["items"](after):
                     if key[:2] != "__" and key not in before:
                         before[key] = value
-            problem = watch.changed(kit, base, now, watched)
+            problem = runner_unittest_snapshot.changed(kit, base, now, watched)
         problem = problem and f"{problem} changed"
         # Threads are not counted here: the tests start their own (servers, clients); the
         # entry point's wrapper refuses those the program leaves behind a call.
