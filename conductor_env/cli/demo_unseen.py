@@ -60,7 +60,7 @@ def run_unseen_part(*, out: str, n: int, conductors: Sequence[str], pool: str = 
     scores = run_unseen(run, out=out)["pools"][pool]
     console.print(pool_table(scores, scores["under_test"]))
     for conductor in conductors:
-        console.print(unseen_verdict(scores, conductor), highlight=False, markup=False)
+        console.print(unseen_verdict(scores, conductor), highlight=False, markup=False, soft_wrap=True)  # one line, as tests and logs read it
     console.print(f"results: {os.path.join(out, 'results.md')}", highlight=False, markup=False)
     return scores
 
