@@ -20,6 +20,7 @@ from conductor_env.traits import ABSENT, LEVELS, TIERS
 
 #: Features per pool slot: the level one-hot, the judge flag, the tier one-hot.
 SLOT_FEATURES = len(LEVELS) + 1 + len(TIERS)
+#: A run's files: the SB3 model, and its config with the checkpoint scores.
 MODEL_FILE = "model.zip"
 CONFIG_FILE = "trait_ppo.json"
 
@@ -50,18 +51,21 @@ def slot_features(traits: np.ndarray, column: int) -> np.ndarray:
 
 
 class TraitPPOPolicy(Policy):
-    """``traits-ppo:<folder>``: a PPO model saved by :func:`train_trait_ppo`, played deterministically.
+    """``traits-ppo:<folder>``: a PPO model saved by
+    :func:`~conductor_env.agents.training.trait_ppo.train_trait_ppo`, played deterministically.
 
     Args:
         folder: The run's output folder (``model.zip`` and ``trait_ppo.json``).
 
     Raises:
-        ValueError: When the folder holds no such model.
+        ValueError: When the folder holds no such model, or Stable-Baselines3 is not installed.
     """
 
     def __init__(self, folder: str | Path) -> None:
-        from stable_baselines3 import PPO
-
+        try:
+            from stable_baselines3 import PPO
+        except ImportError as error:
+            raise ValueError("traits-ppo needs Stable-Baselines3: pip install 'conductor-env[train]'") from error
         folder = Path(folder)
         if not (folder / MODEL_FILE).is_file() or not (folder / CONFIG_FILE).is_file():
             raise ValueError(f"traits-ppo: {folder} holds no {MODEL_FILE} and {CONFIG_FILE} (train one with `conductor-env train traits-ppo`)")
