@@ -232,10 +232,12 @@ def test_killing_the_server_mid_batch_gives_infra_errors_then_recovers(server, t
     envs = gym.make_vec("Conductor-RG-v0", num_envs=3, vectorization_mode="vector_entry_point", pool=str(pool_path), retry=retry)
     try:
         envs.reset(seed=0)
-        before = server.log_tail(10**9).count("[Request received]")
+        # The access log's lines (transformers 5.25 no longer logs "[Request received]"): once one call
+        # is answered, the batch's later steps are still to come, so the kill lands mid-batch.
+        before = server.requests_received()
         with ThreadPoolExecutor(max_workers=1) as runner:
             batch = runner.submit(envs.step, [WORKFLOW] * 3)
-            assert _wait_for(lambda: server.log_tail(10**9).count("[Request received]") > before, 300)
+            assert _wait_for(lambda: server.requests_received() > before, 300)
             server.kill()  # a crash while calls are in flight
             _, rewards, terminations, truncations, infos = batch.result(timeout=300)  # bounded: no hang
         errors = list(infos["infra_error"])
