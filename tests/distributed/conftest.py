@@ -49,3 +49,14 @@ def cluster():
     yield made
     ray.shutdown()
     made.shutdown()
+
+
+@pytest.fixture
+def hosts(cluster):
+    """Fresh Ray sandbox hosts for each test (bubblewrap pools: quick to start)."""
+    from conductor_env.distributed import RaySandbox, shutdown_sandbox_hosts
+
+    shutdown_sandbox_hosts()
+    sandbox = RaySandbox(backend="local", pool_size=2)
+    yield sandbox
+    shutdown_sandbox_hosts()

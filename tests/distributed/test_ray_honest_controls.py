@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from conductor_env.distributed import RaySandbox, shutdown_sandbox_hosts
 from conductor_env.tasks.suites.bigcodebench import BigCodeBenchSuite
 from conductor_env.tasks.suites.humaneval import HumanEvalSuite
 
@@ -28,15 +27,6 @@ from test_honest_controls import (  # noqa: E402 - the in-process battery
     STDIN_PROGRAMS,
     importable,
 )
-
-
-@pytest.fixture
-def hosts(cluster):
-    """Fresh sandbox hosts (bubblewrap pools: quick to start)."""
-    shutdown_sandbox_hosts()
-    sandbox = RaySandbox(backend="local", pool_size=2)
-    yield sandbox
-    shutdown_sandbox_hosts()
 
 
 def test_honest_controls_pass_and_hostile_rewrites_are_refused_through_ray(hosts):

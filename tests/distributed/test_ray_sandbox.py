@@ -11,7 +11,7 @@ import gymnasium as gym
 import pytest
 
 import conductor_env  # noqa: F401  (registers the gym ids)
-from conductor_env.distributed import RayEnvHost, RaySandbox, shutdown_sandbox_hosts
+from conductor_env.distributed import RayEnvHost, RaySandbox
 from conductor_env.distributed.sandbox import HOST_PREFIX
 from conductor_env.evaluation.runner import EvalConfig, evaluate
 from conductor_env.evaluation.setup import build_policies
@@ -21,15 +21,6 @@ from conductor_env.workers.pool import load_pool
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.ray
-
-
-@pytest.fixture
-def hosts(cluster):
-    """Fresh sandbox hosts for each test (bubblewrap pools: quick to start)."""
-    shutdown_sandbox_hosts()
-    sandbox = RaySandbox(backend="local", pool_size=2)
-    yield sandbox
-    shutdown_sandbox_hosts()
 
 
 def test_one_host_per_offering_node_and_local_verdicts(hosts):
